@@ -1,0 +1,151 @@
+/*
+ * graph.h - build a graph once, run forward/backward on it many times.
+ *
+ * A graph is a DAG of nodes. Each node is the result of one op on earlier
+ * nodes, so creation order is a topological order: forward walks the nodes in
+ * that order, backward walks them in reverse and calls each op's
+ * vector-Jacobian product. Leaves are inputs (data written before each run),
+ * constants, and parameters (owned by a tg_params store, see params.h).
+ *
+ * Memory: the graph owns its nodes and buffers. Buffers of op results, grads
+ * and saved values are planned and allocated once, at the first forward (or
+ * tg_graph_plan); later runs allocate nothing.
+ *
+ * Errors: a builder (any function returning tg_node *) that gets bad input
+ * records one message on the graph and returns NULL. Once a graph is in error,
+ * every later builder returns NULL too (a sticky error), so builder code stays
+ * linear and checks once at the end with tg_graph_error().
+ */
+#ifndef TG_GRAPH_H
+#define TG_GRAPH_H
+
+#include "tensor.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_graph tg_graph;
+typedef struct tg_node  tg_node;     /* defined in op.h, for op implementers */
+typedef struct tg_param tg_param;    /* params.h */
+
+/* A new, empty graph whose float tensors are float_dtype (TG_F32 or TG_F64).
+ * NULL when out of memory or float_dtype is not a float type (tg_last_error()).
+ * Free with tg_graph_free (NULL is fine); this frees every node and buffer. */
+tg_graph *tg_graph_new(tg_dtype float_dtype);
+void      tg_graph_free(tg_graph *g);
+
+/* The float dtype given at creation. */
+tg_dtype tg_graph_dtype(const tg_graph *g);
+
+/* The sticky error message, or NULL when the graph is fine. Owned by the graph. */
+const char *tg_graph_error(const tg_graph *g);
+
+/* Record a builder error on g (only the first one is kept; the current scope
+ * path is prefixed). Always returns NULL, so a builder can `return tg_graph_fail(...)`. */
+tg_node *tg_graph_fail(tg_graph *g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Number of nodes, and node i in creation order (NULL when out of range). */
+int      tg_graph_node_count(const tg_graph *g);
+tg_node *tg_graph_node(const tg_graph *g, int i);
+
+/* ---- scopes: every node created inside records the innermost scope ---- */
+
+/* Enter a named scope ("time_attention", "MLP1"); names nest into a dotted
+ * path ("encoder.encode_blocks.0"). Returns TG_OK, or an error (and the graph
+ * goes into error) on a bad name or when out of memory. */
+tg_status tg_scope_push(tg_graph *g, const char *name);
+/* printf-style variant: tg_scope_pushf(g, "encode_layers.%d", i). */
+tg_status tg_scope_pushf(tg_graph *g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Leave the innermost scope (no effect at the root). */
+void tg_scope_pop(tg_graph *g);
+
+/* Scope ids: 0 is the root (""). Path and last component of a scope, its
+ * parent (-1 for the root) and depth (0 for the root). */
+int         tg_graph_scope_count(const tg_graph *g);
+const char *tg_graph_scope_path(const tg_graph *g, int scope);
+const char *tg_graph_scope_name(const tg_graph *g, int scope);
+int         tg_graph_scope_parent(const tg_graph *g, int scope);
+int         tg_graph_scope_depth(const tg_graph *g, int scope);
+
+/* ---- leaves ---- */
+
+/* An input leaf of the given dtype and shape (float inputs must use the
+ * graph's float dtype). Its buffer is allocated now, zero-filled; write it
+ * with tg_node_set or through tg_node_value(n)->data before each run. */
+tg_node *tg_input(tg_graph *g, const char *name, tg_dtype dt, int rank, const int64_t *shape);
+
+/* A constant leaf holding a copy of t (float data converted to the graph's
+ * float dtype). */
+tg_node *tg_constant(tg_graph *g, const char *name, const tg_tensor *t);
+
+/* A constant filled with one value (float dtype of the graph). */
+tg_node *tg_full(tg_graph *g, int rank, const int64_t *shape, double value);
+
+/* The leaf of a parameter from a store (params.h): its value and grad are the
+ * store's, so backward accumulates into tg_param.grad. Asking twice for the
+ * same parameter returns the same node. The store's dtype must be the graph's. */
+tg_node *tg_param_node(tg_graph *g, tg_param *p);
+
+/* Ask for the gradient of an input leaf (floats only). Before the first run. */
+tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad);
+
+/* ---- reading nodes ---- */
+
+/* The node's value; its data is valid after a forward (leaves: always). */
+const tg_tensor *tg_node_value(const tg_node *n);
+/* The node's gradient after a backward, or NULL when it has none. */
+const tg_tensor *tg_node_grad(const tg_node *n);
+/* Copy src into an input or constant leaf (shape must match; F32/F64 convert). */
+tg_status tg_node_set(tg_node *n, const tg_tensor *src);
+/* Name of a leaf (input name or state_dict key), or of the op for op nodes. */
+const char *tg_node_name(const tg_node *n);
+int         tg_node_id(const tg_node *n);
+int         tg_node_scope(const tg_node *n);
+
+/* ---- running ---- */
+
+/* Dropout and friends look at this flag (default: false = eval). */
+void tg_graph_set_training(tg_graph *g, bool training);
+bool tg_graph_training(const tg_graph *g);
+
+/* The graph's own RNG (dropout masks). Seeded with 0 at creation. */
+void    tg_graph_seed(tg_graph *g, uint64_t seed);
+tg_rng *tg_graph_rng(tg_graph *g);
+
+/* When on, forward checks every op result for NaN/Inf and fails with
+ * TG_ERR_NUMERIC naming the first node (op, scope, shape) that produced one. */
+void tg_graph_set_check_finite(tg_graph *g, bool on);
+
+/* Allocate every buffer now (forward does this on its first call). */
+tg_status tg_graph_plan(tg_graph *g);
+
+/* Bytes of tensor memory the plan holds (op results, grads, saved values,
+ * scratch; leaves and parameters excluded). 0 before planning. */
+size_t tg_graph_planned_bytes(const tg_graph *g);
+
+/* Run every node. TG_OK, or an error (message in tg_last_error()): the graph
+ * is in error, a data-dependent check failed (e.g. an index out of range),
+ * out of memory at the first run, or the finite check fired. */
+tg_status tg_graph_forward(tg_graph *g);
+
+/* Reverse pass from `out`: its gradient is seeded with dy (same shape as out)
+ * or, when dy is NULL, with 1 (out must then have one element). Gradients of
+ * op nodes and inputs are reset first; parameter gradients accumulate into
+ * the store (PyTorch semantics: call tg_params_zero_grad between steps).
+ * Only nodes on a path from a parameter or requires-grad input to `out` run. */
+tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

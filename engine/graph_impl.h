@@ -1,0 +1,52 @@
+/*
+ * graph_impl.h - the graph struct, shared by graph.c, planner.c, gradcheck.c
+ * and dot.c. Library-private.
+ */
+#ifndef TG_GRAPH_IMPL_H
+#define TG_GRAPH_IMPL_H
+
+#include "internal.h"
+#include "op.h"
+
+typedef struct tg__scope {
+    const char *name;     /* last component */
+    const char *path;     /* dotted path from the root */
+    int         parent;   /* -1 for the root */
+    int         depth;    /* 0 for the root */
+} tg__scope;
+
+struct tg_graph {
+    tg_dtype   dtype;          /* float dtype of the graph */
+    tg__arena  arena;          /* nodes, inputs arrays, attributes, strings, leaf data */
+    tg_node  **nodes;          /* creation order */
+    int        n_nodes, node_cap;
+    tg__scope *scopes;
+    int        n_scopes, scope_cap, cur_scope;
+    tg_node  **param_table;    /* param pointer -> node */
+    int        n_params, param_cap;
+
+    bool       has_error;
+    char       error[1024];
+
+    bool       training, check_finite;
+    tg_rng     rng;
+
+    /* the plan (planner.c) */
+    bool       planned, ran_forward;
+    void      *block;          /* one allocation for op results, grads, buffers */
+    size_t     block_bytes;
+    void      *scratch;
+    size_t     scratch_bytes;
+    uint8_t   *reach;          /* per node, for backward */
+};
+
+/* True when n's grad buffer belongs to the plan (not a parameter's, not a view's). */
+static inline bool tg__owns_grad(const tg_node *n)
+{
+    return n->kind != TG_NODE_PARAM && !(n->op && (n->op->flags & TG_OP_VIEW));
+}
+
+void tg__plan_release(tg_graph *g);
+void tg__node_where(const tg_node *n, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * internal.h - library-private helpers shared across engine/, ops/ and layers/.
+ * Names carry a second underscore (tg__) and are not part of the public API;
+ * the shared library does not export them.
+ *
+ * Every allocation in tgraph goes through tg__malloc/tg__calloc/tg__free so
+ * that tests can count allocations (no allocation inside a planned run) and
+ * fail the Nth one (fault injection).
+ */
+#ifndef TG_INTERNAL_H
+#define TG_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#include "tensor.h"
+
+#if defined(__GNUC__)
+#  define TG__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#  define TG__UNUSED __attribute__((unused))
+#else
+#  define TG__PRINTF(a, b)
+#  define TG__UNUSED
+#endif
+
+
+/* ---- allocation (engine/alloc.c) ---- */
+void *tg__malloc(size_t n);
+void *tg__calloc(size_t count, size_t size);
+void *tg__realloc(void *p, size_t n);
+void  tg__free(void *p);
+/* 64-byte aligned block for tensor data; free with tg__free_aligned. */
+void *tg__malloc_aligned(size_t n);
+void  tg__free_aligned(void *p);
+char *tg__strdup(const char *s);
+
+/* Test hooks: number of successful allocations so far, and make allocation
+ * number n (1-based, counted from this call) and every later one fail; n = 0
+ * turns failure off. Library-private; used by the tests only. */
+uint64_t tg__alloc_count(void);
+void     tg__alloc_fail_after(uint64_t n);
+
+/* ---- errors (engine/error.c) ---- */
+tg_status tg__vset_error(tg_status st, const char *fmt, va_list ap);
+
+/* ---- small helpers ---- */
+/* Checked a*b for sizes; returns 0 on overflow. */
+int tg__mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
+int tg__mul_overflow_size(size_t a, size_t b, size_t *out);
+
+/* Contiguous strides of a shape (elements). */
+void tg__strides(int rank, const int64_t *shape, int64_t *strides);
+
+/* snprintf into buf that never fails silently (truncates, always NUL-terminates). */
+void tg__fmt(char *buf, size_t len, const char *fmt, ...) TG__PRINTF(3, 4);
+
+
+
+/* ---- arena (engine/arena.c): bump allocation, freed all at once ---- */
+typedef struct tg__arena_chunk tg__arena_chunk;
+typedef struct tg__arena {
+    tg__arena_chunk *head;
+    size_t           bytes;     /* total handed out, for reports */
+} tg__arena;
+/* Zeroed, `align`-aligned (a power of two <= 64) memory; NULL on OOM. */
+void *tg__arena_alloc(tg__arena *a, size_t size, size_t align);
+char *tg__arena_strdup(tg__arena *a, const char *s);
+void  tg__arena_free(tg__arena *a);
+
+#endif

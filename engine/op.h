@@ -1,0 +1,111 @@
+/*
+ * op.h - how an op plugs into the engine. For op implementers (ops/ and code
+ * outside the library); users of ops never need this header.
+ *
+ * An op is a descriptor: a name, a forward, a backward (the VJP) and an
+ * attribute printer. A builder function validates its arguments, creates a
+ * node with tg_node_new(), stores its attributes and declares the buffers it
+ * needs. The engine knows no op by name.
+ *
+ * Contract:
+ * - forward(n) computes n->value from n->in[i]->value (and n->attr, n->buf).
+ *   It may fail only on data-dependent problems (index out of range), with
+ *   tg_set_error().
+ * - backward(n) reads n->grad (dL/d value) and ADDS its contribution into
+ *   n->in[i]->grad.data for every input with requires_grad; those buffers are
+ *   zeroed by the engine before a backward pass, so accumulation across
+ *   consumers (fan-out) is automatic.
+ * - Neither allocates: scratch memory is declared at build time
+ *   (tg_node_scratch) and is tg_graph_scratch() at run time.
+ */
+#ifndef TG_OP_H
+#define TG_OP_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_NODE_MAX_BUFFERS 4
+
+typedef enum tg_node_kind {
+    TG_NODE_OP,      /* the result of an op */
+    TG_NODE_INPUT,   /* data written before each run */
+    TG_NODE_CONST,   /* data fixed at build time */
+    TG_NODE_PARAM,   /* a parameter from a tg_params store */
+    TG_NODE_KIND_COUNT
+} tg_node_kind;
+
+enum tg_op_flags {
+    /* The output is input 0's buffer reinterpreted (a reshape): no forward or
+     * backward work; value and grad alias input 0's. */
+    TG_OP_VIEW = 1u << 0,
+};
+
+typedef struct tg_op {
+    const char *name;                          /* "einsum", "softmax" */
+    tg_status (*forward)(tg_node *n);
+    tg_status (*backward)(tg_node *n);         /* NULL: no gradient flows through */
+    /* The key attribute for diagrams and messages ("blhe,bshe->bhls",
+     * "dim=-1"); NULL when the op has none. */
+    void (*describe)(const tg_node *n, char *buf, size_t len);
+    /* For gradcheck: a hash of the op's discrete decisions at the current
+     * values (relu signs, topk picks). A probe that changes it straddles a
+     * kink and is left out. NULL: the op is smooth. */
+    uint64_t (*kinks)(const tg_node *n);
+    unsigned flags;                            /* enum tg_op_flags */
+} tg_op;
+
+struct tg_node {
+    int           id;          /* creation index = topological position */
+    tg_node_kind  kind;
+    const tg_op  *op;          /* NULL for leaves */
+    tg_graph     *graph;
+    int           n_in;
+    tg_node     **in;          /* inputs, all created earlier */
+    tg_tensor     value;       /* the result; data set by the plan (leaves: now) */
+    tg_tensor     grad;        /* dL/d value; data NULL unless requires_grad */
+    bool          requires_grad;
+    int           scope;       /* innermost scope at creation */
+    const char   *name;        /* leaves: input name / state_dict key */
+    tg_param     *param;       /* TG_NODE_PARAM: the parameter */
+    void         *attr;        /* op attributes (tg_node_attr) */
+    int           n_buf;
+    tg_tensor     buf[TG_NODE_MAX_BUFFERS];   /* saved values (tg_node_buffer) */
+    size_t        scratch;     /* bytes of scratch needed by forward/backward */
+};
+
+/* Create an op node with n_in inputs and an output of dtype/shape. Returns
+ * NULL if the graph is in error or an input is NULL (sticky error), or on a
+ * bad shape / out of memory (then the graph goes into error). */
+tg_node *tg_node_new(tg_graph *g, const tg_op *op, int n_in, tg_node *const *in,
+                     tg_dtype dt, int rank, const int64_t *shape);
+
+/* Check the common preconditions of a builder: g is usable and not in error,
+ * and none of the n inputs is NULL or from another graph. Returns false (after
+ * setting the graph error where needed) when the builder must return NULL. */
+bool tg_builder_check(tg_graph *g, const char *op, int n, tg_node *const *in);
+
+/* Zeroed attribute block of `size` bytes owned by the graph; NULL on OOM
+ * (graph in error). Also stored in n->attr. */
+void *tg_node_attr(tg_node *n, size_t size);
+
+/* A copy of s owned by the graph (for string attributes); NULL on OOM. */
+char *tg_graph_strdup(tg_graph *g, const char *s);
+
+/* Declare a saved buffer (e.g. a dropout mask, layernorm statistics) that
+ * lives from forward to backward. Returns its index in n->buf, or -1 on error
+ * (graph in error). Data is allocated by the plan. */
+int tg_node_buffer(tg_node *n, tg_dtype dt, int rank, const int64_t *shape);
+
+/* Declare that forward or backward needs `bytes` of scratch memory. */
+void tg_node_scratch(tg_node *n, size_t bytes);
+
+/* The scratch block at run time (size: the largest declared; 64-byte aligned). */
+void *tg_graph_scratch(tg_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

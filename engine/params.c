@@ -1,0 +1,248 @@
+/*
+ * params.c - the parameter store (a growable array plus a name hash) and the
+ * initialisers.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "params.h"
+
+struct tg_params {
+    tg_dtype   dtype;
+    int        count, cap;
+    tg_param **items;       /* creation order */
+    int       *table;       /* open addressing: index+1 into items, 0 = empty */
+    int        table_cap;   /* power of two, > 2*count */
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;           /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+tg_params *tg_params_new(tg_dtype dt)
+{
+    if (!tg_dtype_is_float(dt)) {
+        tg_set_error(TG_ERR_DTYPE, "params: dtype must be float32 or float64, got %s",
+                     tg_dtype_name(dt));
+        return NULL;
+    }
+    tg_params *ps = tg__calloc(1, sizeof *ps);
+    if (!ps) {
+        tg_set_error(TG_ERR_NOMEM, "params: out of memory");
+        return NULL;
+    }
+    ps->dtype = dt;
+    return ps;
+}
+
+static void param_free(tg_param *p)
+{
+    if (!p) return;
+    tg__free(p->name);
+    tg__free_aligned(p->value.data);
+    tg__free_aligned(p->grad.data);
+    for (int s = 0; s < TG_PARAM_STATE; s++) tg__free_aligned(p->state[s].data);
+    tg__free(p);
+}
+
+void tg_params_free(tg_params *ps)
+{
+    if (!ps) return;
+    for (int i = 0; i < ps->count; i++) param_free(ps->items[i]);
+    tg__free(ps->items);
+    tg__free(ps->table);
+    tg__free(ps);
+}
+
+tg_dtype tg_params_dtype(const tg_params *ps) { return ps->dtype; }
+
+static int table_slot(const tg_params *ps, const char *name)
+{
+    uint64_t mask = (uint64_t)ps->table_cap - 1;
+    for (uint64_t h = hash_str(name) & mask;; h = (h + 1) & mask) {
+        int at = ps->table[h];
+        if (!at || strcmp(ps->items[at - 1]->name, name) == 0) return (int)h;
+    }
+}
+
+static int table_grow(tg_params *ps)
+{
+    int cap = ps->table_cap ? ps->table_cap * 2 : 64;
+    int *old = ps->table, old_cap = ps->table_cap;
+    int *t = tg__calloc((size_t)cap, sizeof *t);
+    if (!t) return 0;
+    ps->table = t;
+    ps->table_cap = cap;
+    for (int i = 0; i < old_cap; i++)
+        if (old[i]) ps->table[table_slot(ps, ps->items[old[i] - 1]->name)] = old[i];
+    tg__free(old);
+    return 1;
+}
+
+tg_param *tg_params_find(const tg_params *ps, const char *name)
+{
+    if (!ps || !name || !ps->table_cap) return NULL;
+    int at = ps->table[table_slot(ps, name)];
+    return at ? ps->items[at - 1] : NULL;
+}
+
+static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t *shape,
+                              int64_t numel)
+{
+    t->dtype = dt;
+    t->rank = rank;
+    if (rank) memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
+    t->numel = numel;
+    size_t bytes = (size_t)numel * tg_dtype_size(dt);
+    t->data = tg__malloc_aligned(bytes);
+    if (!t->data) return tg_set_error(TG_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+    memset(t->data, 0, bytes);
+    return TG_OK;
+}
+
+tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape)
+{
+    int64_t numel;
+    if (!name || !*name) {
+        tg_set_error(TG_ERR_INVALID, "params: empty parameter name");
+        return NULL;
+    }
+    if (tg_params_find(ps, name)) {
+        tg_set_error(TG_ERR_INVALID, "params: a parameter named '%s' already exists", name);
+        return NULL;
+    }
+    if (tg_shape_numel(rank, shape, &numel) != TG_OK) return NULL;
+    if (ps->count == ps->cap) {
+        int cap = ps->cap ? ps->cap * 2 : 32;
+        tg_param **items = tg__realloc(ps->items, (size_t)cap * sizeof *items);
+        if (!items) goto oom;
+        ps->items = items;
+        ps->cap = cap;
+    }
+    if (2 * (ps->count + 1) > ps->table_cap && !table_grow(ps)) goto oom;
+    tg_param *p = tg__calloc(1, sizeof *p);
+    if (!p) goto oom;
+    p->name = tg__strdup(name);
+    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel) != TG_OK ||
+        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel) != TG_OK) {
+        param_free(p);
+        goto oom;
+    }
+    for (int s = 0; s < TG_PARAM_STATE; s++) {
+        p->state[s] = p->value;
+        p->state[s].data = NULL;
+    }
+    ps->items[ps->count++] = p;
+    ps->table[table_slot(ps, name)] = ps->count;
+    return p;
+oom:
+    tg_set_error(TG_ERR_NOMEM, "params: out of memory adding '%s'", name);
+    return NULL;
+}
+
+tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const char *fmt, ...)
+{
+    char name[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof name) {
+        tg_set_error(TG_ERR_LIMIT, "params: parameter name longer than %zu bytes",
+                     sizeof name - 1);
+        return NULL;
+    }
+    return tg_params_add(ps, name, rank, shape);
+}
+
+int tg_params_count(const tg_params *ps) { return ps ? ps->count : 0; }
+
+tg_param *tg_params_at(const tg_params *ps, int i)
+{
+    return ps && i >= 0 && i < ps->count ? ps->items[i] : NULL;
+}
+
+int64_t tg_params_numel(const tg_params *ps)
+{
+    int64_t n = 0;
+    for (int i = 0; i < tg_params_count(ps); i++) n += ps->items[i]->value.numel;
+    return n;
+}
+
+void tg_params_zero_grad(tg_params *ps)
+{
+    for (int i = 0; i < tg_params_count(ps); i++) {
+        tg_tensor *g = &ps->items[i]->grad;
+        memset(g->data, 0, (size_t)g->numel * tg_dtype_size(g->dtype));
+    }
+}
+
+tg_status tg_params_alloc_state(tg_params *ps, int slot)
+{
+    if (slot < 0 || slot >= TG_PARAM_STATE)
+        return tg_set_error(TG_ERR_INVALID, "params: optimizer slot %d outside [0, %d)", slot,
+                            TG_PARAM_STATE);
+    for (int i = 0; i < ps->count; i++) {
+        tg_param *p = ps->items[i];
+        if (p->state[slot].data) continue;
+        tg_status st = tensor_alloc(&p->state[slot], ps->dtype, p->value.rank, p->value.shape,
+                                    p->value.numel);
+        if (st) return st;
+    }
+    return TG_OK;
+}
+
+/* ---- initialisers ---- */
+
+void tg_init_constant(tg_tensor *t, double v)
+{
+    for (int64_t i = 0; i < t->numel; i++) tg_tensor_set(t, i, v);
+}
+
+void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        tg_tensor_set(t, i, lo + (hi - lo) * tg_rng_uniform(rng));
+}
+
+void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        tg_tensor_set(t, i, mean + std * tg_rng_normal(rng));
+}
+
+void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, double hi,
+                          tg_rng *rng)
+{
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v = mean;
+        for (int tries = 0; tries < 1000; tries++) {
+            v = mean + std * tg_rng_normal(rng);
+            if (v >= lo && v <= hi) break;
+            v = mean;
+        }
+        tg_tensor_set(t, i, v);
+    }
+}
+
+int64_t tg_fan_in(const tg_tensor *t)
+{
+    if (t->rank < 2) return t->rank == 1 ? t->shape[0] : 1;
+    int64_t fan = t->shape[1];
+    for (int i = 2; i < t->rank; i++) fan *= t->shape[i];
+    return fan;
+}
+
+void tg_init_kaiming_uniform(tg_tensor *t, double a, tg_rng *rng)
+{
+    int64_t fan = tg_fan_in(t);
+    double gain = sqrt(2.0 / (1.0 + a * a));
+    double bound = fan > 0 ? gain * sqrt(3.0 / (double)fan) : 0.0;
+    tg_init_uniform(t, -bound, bound, rng);
+}

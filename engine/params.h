@@ -1,0 +1,84 @@
+/*
+ * params.h - the parameter store: parameters by PyTorch state_dict name.
+ *
+ * A store outlives graphs: build a graph, train, free it, build another on
+ * the same store. Each parameter has its value, its gradient (backward
+ * accumulates into it) and room for optimizer state. Layers create their
+ * parameters under a name prefix ("time_attention.query_projection.weight"),
+ * so weights move to and from PyTorch by name (see tensor_io.h).
+ *
+ * Initialisers reproduce PyTorch's default distributions from a tg_rng owned
+ * by the caller (not PyTorch's bit stream).
+ */
+#ifndef TG_PARAMS_H
+#define TG_PARAMS_H
+
+#include "tensor.h"
+#include "rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_PARAM_STATE 2   /* optimizer slots per parameter (Adam: m, v) */
+
+struct tg_param {
+    char     *name;                    /* state_dict key, owned by the store */
+    tg_tensor value;                   /* owned by the store */
+    tg_tensor grad;                    /* same shape, zero at creation */
+    tg_tensor state[TG_PARAM_STATE];   /* optimizer state; data NULL until used */
+    bool      frozen;                  /* true: graphs treat it as a constant */
+};
+typedef struct tg_param tg_param;
+typedef struct tg_params tg_params;
+
+/* An empty store whose parameters have dtype dt (TG_F32 or TG_F64); NULL on
+ * OOM or a bad dtype. Free with tg_params_free (frees every parameter). */
+tg_params *tg_params_new(tg_dtype dt);
+void       tg_params_free(tg_params *ps);
+tg_dtype   tg_params_dtype(const tg_params *ps);
+
+/* Add a zero-filled parameter. NULL (tg_last_error()) when the name exists,
+ * is empty, the shape is bad, or memory runs out. The store owns it. */
+tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape);
+/* The same with the name given as "%s.weight"-style format. */
+tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Look up by exact name; NULL when absent (no error recorded). */
+tg_param *tg_params_find(const tg_params *ps, const char *name);
+
+/* Parameters in creation order. */
+int       tg_params_count(const tg_params *ps);
+tg_param *tg_params_at(const tg_params *ps, int i);
+/* Total number of scalar parameters. */
+int64_t   tg_params_numel(const tg_params *ps);
+
+/* Set every gradient to zero. */
+void tg_params_zero_grad(tg_params *ps);
+
+/* Allocate (zeroed) optimizer slot `slot` of every parameter that lacks it.
+ * Called by optimizers at creation, so steps never allocate. */
+tg_status tg_params_alloc_state(tg_params *ps, int slot);
+
+/* ---- initialisers (PyTorch's torch.nn.init semantics) ---- */
+void tg_init_constant(tg_tensor *t, double v);
+void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng);
+void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng);
+/* Normal restricted to [lo, hi] by resampling (trunc_normal_; bounds absolute). */
+void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, double hi,
+                          tg_rng *rng);
+/* kaiming_uniform_(a, mode='fan_in', nonlinearity='leaky_relu'):
+ * bound = sqrt(6 / ((1 + a^2) * fan_in)), fan_in = shape[1] * prod(shape[2:]).
+ * With a = sqrt(5) this is nn.Linear's weight init, U(+-1/sqrt(fan_in)). */
+void tg_init_kaiming_uniform(tg_tensor *t, double a, tg_rng *rng);
+/* fan_in as PyTorch computes it (1 for rank < 2: PyTorch raises there). */
+int64_t tg_fan_in(const tg_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

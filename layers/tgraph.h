@@ -1,0 +1,16 @@
+/*
+ * tgraph.h - the umbrella header: everything public in tgraph.
+ */
+#ifndef TGRAPH_H
+#define TGRAPH_H
+
+#include "error.h"
+#include "tensor.h"
+#include "rng.h"
+#include "graph.h"
+#include "params.h"
+#include "gradcheck.h"
+#include "threads.h"
+#include "ops.h"
+
+#endif

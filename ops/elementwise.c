@@ -1,0 +1,254 @@
+/*
+ * elementwise.c - add/sub/mul/div with broadcasting, scale, and unary maths
+ * (exp, log, sqrt, square, neg, relu). OPS.md sections 1, 11.
+ *
+ * Forward and backward of each op sit side by side in the kernel section,
+ * which is compiled for float and double (engine/generic.h).
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+/* ------------------------------------------------------------- binary ops */
+
+/* forward: y = a (op) b over the broadcast shape */
+static void TG_F(binary_forward)(tg_node *n, int kind)
+{
+    const tg_tensor *a = &n->in[0]->value, *b = &n->in[1]->value;
+    TG_T *y = n->value.data;
+    const TG_T *A = a->data, *B = b->data;
+    tg__iter it;
+    int64_t rows, inner = tg__iter_bcast(&it, &n->value, a, b, &rows);
+    int64_t ia = it.stride[1][it.rank - 1], ib = it.stride[2][it.rank - 1];
+    for (int64_t row = 0; row < rows; row++, tg__iter_next_row(&it)) {
+        TG_T *yy = y + it.off[0];
+        const TG_T *aa = A + it.off[1], *bb = B + it.off[2];
+        switch (kind) {
+        case 0: for (int64_t i = 0; i < inner; i++) yy[i] = aa[i * ia] + bb[i * ib]; break;
+        case 1: for (int64_t i = 0; i < inner; i++) yy[i] = aa[i * ia] - bb[i * ib]; break;
+        case 2: for (int64_t i = 0; i < inner; i++) yy[i] = aa[i * ia] * bb[i * ib]; break;
+        default: for (int64_t i = 0; i < inner; i++) yy[i] = aa[i * ia] / bb[i * ib]; break;
+        }
+    }
+}
+
+/* backward, with the broadcast values of the other operand:
+ *   add: da += dy          db += dy
+ *   sub: da += dy          db -= dy
+ *   mul: da += dy * b      db += dy * a
+ *   div: da += dy / b      db -= dy * a / b^2
+ * A broadcast operand receives the sum over its copies (sum_to). */
+static void TG_F(binary_backward)(tg_node *n, int kind)
+{
+    const tg_tensor *a = &n->in[0]->value, *b = &n->in[1]->value;
+    TG_T *da = n->in[0]->requires_grad ? n->in[0]->grad.data : NULL;
+    TG_T *db = n->in[1]->requires_grad ? n->in[1]->grad.data : NULL;
+    const TG_T *dy = n->grad.data, *A = a->data, *B = b->data;
+    tg__iter it;
+    int64_t rows, inner = tg__iter_bcast(&it, &n->value, a, b, &rows);
+    int64_t ia = it.stride[1][it.rank - 1], ib = it.stride[2][it.rank - 1];
+    for (int64_t row = 0; row < rows; row++, tg__iter_next_row(&it)) {
+        const TG_T *g = dy + it.off[0], *aa = A + it.off[1], *bb = B + it.off[2];
+        TG_T *ga = da ? da + it.off[1] : NULL, *gb = db ? db + it.off[2] : NULL;
+        for (int64_t i = 0; i < inner; i++) {
+            TG_T av = aa[i * ia], bv = bb[i * ib], gv = g[i];
+            switch (kind) {
+            case 0:
+                if (ga) ga[i * ia] += gv;
+                if (gb) gb[i * ib] += gv;
+                break;
+            case 1:
+                if (ga) ga[i * ia] += gv;
+                if (gb) gb[i * ib] -= gv;
+                break;
+            case 2:
+                if (ga) ga[i * ia] += gv * bv;
+                if (gb) gb[i * ib] += gv * av;
+                break;
+            default:
+                if (ga) ga[i * ia] += gv / bv;
+                if (gb) gb[i * ib] -= gv * av / (bv * bv);
+                break;
+            }
+        }
+    }
+}
+
+/* -------------------------------------------------------------- unary ops */
+
+typedef struct TG_F(unary_ctx) { tg_node *n; int kind; TG_T s; } TG_F(unary_ctx);
+
+/* forward, element by element */
+static void TG_F(unary_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(unary_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data;
+    TG_T *y = c->n->value.data;
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+        TG_T v = x[i];
+        switch (c->kind) {
+        case UN_SCALE:  y[i] = c->s * v; break;
+        case UN_NEG:    y[i] = -v; break;
+        case UN_EXP:    y[i] = TG_M(exp)(v); break;
+        case UN_LOG:    y[i] = TG_M(log)(v); break;
+        case UN_SQRT:   y[i] = TG_M(sqrt)(v); break;
+        case UN_SQUARE: y[i] = v * v; break;
+        default:        y[i] = v < 0 ? (TG_T)0 : v; break;   /* relu: keeps NaN and -0.0 */
+        }
+    }
+}
+
+/* backward: dx += dy * dy/dx
+ *   scale: s    neg: -1    exp: y    log: 1/x    sqrt: 1/(2y)    square: 2x
+ *   relu: 1 where x > 0, else 0 (0 at exactly 0, as PyTorch) */
+static void TG_F(unary_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(unary_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data, *y = c->n->value.data, *dy = c->n->grad.data;
+    TG_T *dx = c->n->in[0]->grad.data;
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+        TG_T g = dy[i];
+        switch (c->kind) {
+        case UN_SCALE:  dx[i] += c->s * g; break;
+        case UN_NEG:    dx[i] -= g; break;
+        case UN_EXP:    dx[i] += g * y[i]; break;
+        case UN_LOG:    dx[i] += g / x[i]; break;
+        case UN_SQRT:   dx[i] += g / (2 * y[i]); break;
+        case UN_SQUARE: dx[i] += 2 * x[i] * g; break;
+        default:        dx[i] += x[i] > 0 ? g : (TG_T)0; break;
+        }
+    }
+}
+
+static void TG_F(unary_run)(tg_node *n, int kind, double s, bool backward)
+{
+    TG_F(unary_ctx) c = {n, kind, (TG_T)s};
+    tg_parallel_for(n->value.numel, 16384,
+                    backward ? TG_F(unary_backward_range) : TG_F(unary_forward_range), &c);
+}
+
+#else /* ---------------------------------------------------- the ops proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "elementwise.h"
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+enum { UN_SCALE, UN_NEG, UN_EXP, UN_LOG, UN_SQRT, UN_SQUARE, UN_RELU };
+
+#define TG_KERNELS 32
+#include "elementwise.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "elementwise.c"
+#undef TG_KERNELS
+
+/* ---- binary ---- */
+
+typedef struct { int kind; } binary_attr;
+
+static tg_status binary_forward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, binary_forward)(n, ((binary_attr *)n->attr)->kind);
+    return TG_OK;
+}
+
+static tg_status binary_backward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, binary_backward)(n, ((binary_attr *)n->attr)->kind);
+    return TG_OK;
+}
+
+static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward};
+static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward};
+static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward};
+static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward};
+
+static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
+{
+    tg_node *in[2] = {a, b};
+    int rank;
+    int64_t shape[TG_MAX_RANK];
+    if (!tg_builder_check(g, op->name, 2, in)) return NULL;
+    if (!tg__want_float(g, op->name, a, "input a") || !tg__want_float(g, op->name, b, "input b"))
+        return NULL;
+    if (!tg__broadcast(g, op->name, &a->value, &b->value, &rank, shape)) return NULL;
+    tg_node *n = tg_node_new(g, op, 2, in, tg_graph_dtype(g), rank, shape);
+    binary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->kind = kind;
+    return n;
+}
+
+tg_node *tg_add(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_add, BIN_ADD, a, b); }
+tg_node *tg_sub(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_sub, BIN_SUB, a, b); }
+tg_node *tg_mul(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_mul, BIN_MUL, a, b); }
+tg_node *tg_div(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_div, BIN_DIV, a, b); }
+
+/* ---- unary ---- */
+
+typedef struct { int kind; double s; } unary_attr;
+
+static tg_status unary_forward(tg_node *n)
+{
+    const unary_attr *at = n->attr;
+    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, false);
+    return TG_OK;
+}
+
+static tg_status unary_backward(tg_node *n)
+{
+    const unary_attr *at = n->attr;
+    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, true);
+    return TG_OK;
+}
+
+static void scale_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "%g", ((const unary_attr *)n->attr)->s);
+}
+
+/* relu's decisions: the sign pattern of its input (for gradcheck). */
+static uint64_t relu_kinks(const tg_node *n)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < x->numel; i++)
+        h = (h ^ (uint64_t)(tg_tensor_get(x, i) > 0)) * 1099511628211ull;
+    return h;
+}
+
+#define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward}
+static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
+                               .backward = unary_backward, .describe = scale_describe};
+static const tg_op op_neg = UNARY_OP(neg);
+static const tg_op op_exp = UNARY_OP(exp);
+static const tg_op op_log = UNARY_OP(log);
+static const tg_op op_sqrt = UNARY_OP(sqrt);
+static const tg_op op_square = UNARY_OP(square);
+static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
+                              .backward = unary_backward, .kinks = relu_kinks};
+
+static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
+{
+    if (!tg_builder_check(g, op->name, 1, &x)) return NULL;
+    if (!tg__want_float(g, op->name, x, "input")) return NULL;
+    tg_node *n = tg_node_new(g, op, 1, &x, x->value.dtype, x->value.rank, x->value.shape);
+    unary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->kind = kind;
+    at->s = s;
+    return n;
+}
+
+tg_node *tg_scale(tg_graph *g, tg_node *x, double s) { return unary(g, &op_scale, UN_SCALE, s, x); }
+tg_node *tg_neg(tg_graph *g, tg_node *x) { return unary(g, &op_neg, UN_NEG, 0, x); }
+tg_node *tg_exp(tg_graph *g, tg_node *x) { return unary(g, &op_exp, UN_EXP, 0, x); }
+tg_node *tg_log(tg_graph *g, tg_node *x) { return unary(g, &op_log, UN_LOG, 0, x); }
+tg_node *tg_sqrt(tg_graph *g, tg_node *x) { return unary(g, &op_sqrt, UN_SQRT, 0, x); }
+tg_node *tg_square(tg_graph *g, tg_node *x) { return unary(g, &op_square, UN_SQUARE, 0, x); }
+tg_node *tg_relu(tg_graph *g, tg_node *x) { return unary(g, &op_relu, UN_RELU, 0, x); }
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * linear.c - y = x W^T + b over the last dim of x (OPS.md section 3).
+ *
+ * x is viewed as M rows of `in` features: X [M, in], W [out, in], Y [M, out].
+ * Forward and backward are three GEMMs and a column sum.
+ */
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "gemm.h"
+#include "linear.h"
+
+typedef struct { int64_t M, in, out; } linear_attr;
+
+/* forward: Y[M, out] = X[M, in] . W[out, in]^T (+ b) */
+static tg_status linear_forward(tg_node *n)
+{
+    const linear_attr *a = n->attr;
+    tg_dtype dt = n->value.dtype;
+    size_t es = tg_dtype_size(dt);
+    if (n->n_in == 3) {   /* broadcast the bias into every row, then accumulate */
+        const char *b = n->in[2]->value.data;
+        char *y = n->value.data;
+        for (int64_t m = 0; m < a->M; m++) memcpy(y + (size_t)(m * a->out) * es, b, (size_t)a->out * es);
+    }
+    tg_gemm_batched(dt, false, true, 1, a->M, a->out, a->in, 1.0, n->in[0]->value.data, a->in, 0,
+                    n->in[1]->value.data, a->in, 0, n->n_in == 3 ? 1.0 : 0.0, n->value.data,
+                    a->out, 0);
+    return TG_OK;
+}
+
+/* backward, from Y = X W^T + b:
+ *   dX[M, in]  += dY[M, out] . W[out, in]
+ *   dW[out, in] += dY^T[out, M] . X[M, in]
+ *   db[out]     += sum over rows of dY */
+static tg_status linear_backward(tg_node *n)
+{
+    const linear_attr *a = n->attr;
+    tg_dtype dt = n->value.dtype;
+    tg_node *x = n->in[0], *w = n->in[1];
+    if (x->requires_grad)
+        tg_gemm_batched(dt, false, false, 1, a->M, a->in, a->out, 1.0, n->grad.data, a->out, 0,
+                        w->value.data, a->in, 0, 1.0, x->grad.data, a->in, 0);
+    if (w->requires_grad)
+        tg_gemm_batched(dt, true, false, 1, a->out, a->in, a->M, 1.0, n->grad.data, a->out, 0,
+                        x->value.data, a->in, 0, 1.0, w->grad.data, a->in, 0);
+    if (n->n_in == 3 && n->in[2]->requires_grad) {
+        tg_tensor rows = n->grad;     /* dY as [M, out] summed over M */
+        rows.rank = 2;
+        rows.shape[0] = a->M;
+        rows.shape[1] = a->out;
+        tg__sum_to_acc(dt, &rows, &n->in[2]->grad, 1.0);
+    }
+    return TG_OK;
+}
+
+static void linear_describe(const tg_node *n, char *buf, size_t len)
+{
+    const linear_attr *a = n->attr;
+    snprintf(buf, len, "%lld->%lld%s", (long long)a->in, (long long)a->out,
+             n->n_in == 3 ? "" : " no bias");
+}
+
+static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
+                                .backward = linear_backward, .describe = linear_describe};
+
+tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
+{
+    tg_node *in[3] = {x, weight, bias};
+    if (!tg_builder_check(g, "linear", 2, in)) return NULL;
+    if (bias && !tg_builder_check(g, "linear", 3, in)) return NULL;
+    if (!tg__want_float(g, "linear", x, "input") || !tg__want_float(g, "linear", weight, "weight") ||
+        (bias && !tg__want_float(g, "linear", bias, "bias")))
+        return NULL;
+    const tg_tensor *xv = &x->value, *wv = &weight->value;
+    if (wv->rank != 2)
+        return tg_graph_fail(g, "linear: weight must be 2-d [out, in], got %d-d", wv->rank);
+    if (xv->rank < 1) return tg_graph_fail(g, "linear: input must have at least 1 dim, got 0-d");
+    int64_t in_f = xv->shape[xv->rank - 1], out_f = wv->shape[0];
+    int64_t M = in_f ? xv->numel / in_f : 0;
+    if (in_f == 0) {
+        M = 1;
+        for (int d = 0; d < xv->rank - 1; d++) M *= xv->shape[d];
+    }
+    if (wv->shape[1] != in_f)
+        return tg_graph_fail(g, "linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and "
+                             "%lldx%lld)", (long long)M, (long long)in_f,
+                             (long long)wv->shape[1], (long long)out_f);
+    if (bias && (bias->value.rank != 1 || bias->value.shape[0] != out_f)) {
+        char sh[96];
+        return tg_graph_fail(g, "linear: bias must have shape [%lld] (out features), got %s",
+                             (long long)out_f, TG__SHAPE(&bias->value, sh));
+    }
+    int64_t shape[TG_MAX_RANK];
+    memcpy(shape, xv->shape, (size_t)xv->rank * sizeof *shape);
+    shape[xv->rank - 1] = out_f;
+    tg_node *n = tg_node_new(g, &op_linear, bias ? 3 : 2, in, xv->dtype, xv->rank, shape);
+    linear_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    a->M = M;
+    a->in = in_f;
+    a->out = out_f;
+    return n;
+}

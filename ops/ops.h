@@ -1,0 +1,15 @@
+/*
+ * ops.h - every op builder tgraph ships. Each builder takes the graph first,
+ * returns the new node, or NULL with the graph's sticky error set.
+ */
+#ifndef TG_OPS_H
+#define TG_OPS_H
+
+#include "elementwise.h"
+#include "gemm.h"
+#include "linear.h"
+#include "loss.h"
+#include "reduce.h"
+#include "shape.h"
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * ops_internal.h - helpers shared by the op files: broadcasting, dims, strided
+ * iteration. Library-private.
+ */
+#ifndef TG_OPS_INTERNAL_H
+#define TG_OPS_INTERNAL_H
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+#include "op.h"
+#include "threads.h"
+
+/* ---- broadcasting (PyTorch rules, OPS.md 0.2) ---- */
+
+/* Broadcast the shapes of a and b into (rank, shape). On failure records
+ * "<op>: The size of tensor a (3) must match the size of tensor b (4) at
+ * non-singleton dimension 1" on the graph and returns false. */
+bool tg__broadcast(tg_graph *g, const char *op, const tg_tensor *a, const tg_tensor *b,
+                   int *rank, int64_t *shape);
+
+/* Strides of a tensor of (rank, shape) seen through the broadcast result
+ * (out_rank, out_shape): 0 where it is broadcast, contiguous otherwise. */
+void tg__bcast_strides(int rank, const int64_t *shape, int out_rank, const int64_t *out_shape,
+                       int64_t *strides);
+
+/* Odometer over a shape with up to three strided operands. */
+typedef struct tg__iter {
+    int     rank;
+    int64_t shape[TG_MAX_RANK];
+    int64_t stride[3][TG_MAX_RANK];
+    int64_t idx[TG_MAX_RANK];
+    int64_t off[3];
+} tg__iter;
+
+/* Start at index 0 of (rank, shape); strides[k] may be NULL for unused operands. */
+void tg__iter_init(tg__iter *it, int rank, const int64_t *shape, const int64_t *s0,
+                   const int64_t *s1, const int64_t *s2);
+/* Advance over every dim except the last (the caller loops the last dim itself). */
+static inline void tg__iter_next_row(tg__iter *it)
+{
+    for (int d = it->rank - 2; d >= 0; d--) {
+        it->idx[d]++;
+        for (int k = 0; k < 3; k++) it->off[k] += it->stride[k][d];
+        if (it->idx[d] < it->shape[d]) return;
+        for (int k = 0; k < 3; k++) it->off[k] -= it->stride[k][d] * it->shape[d];
+        it->idx[d] = 0;
+    }
+}
+
+/* Set up an odometer over out (operand 0, contiguous) with a and b (operands
+ * 1 and 2, broadcast to out; b may be NULL). Rank 0 counts as shape [1].
+ * Returns the length of the last dim; *rows = numel / that (0 when empty). */
+int64_t tg__iter_bcast(tg__iter *it, const tg_tensor *out, const tg_tensor *a,
+                       const tg_tensor *b, int64_t *rows);
+
+/* ---- dims (OPS.md 0.1) ---- */
+
+/* Wrap dim for a tensor of `rank`; on error records PyTorch's message
+ * "<op>: Dimension out of range (expected to be in range of [-2, 1], but got 2)". */
+bool tg__dim(tg_graph *g, const char *op, int64_t dim, int rank, int *out);
+
+/* Same for a list; also rejects duplicates ("dim 1 appears multiple times in
+ * the list of dims"). mask[d] is set for every listed dim. */
+bool tg__dims(tg_graph *g, const char *op, const int64_t *dims, int n, int rank, bool *mask);
+
+/* The float dtype check shared by builders: input i must have the graph's float dtype. */
+bool tg__want_float(tg_graph *g, const char *op, const tg_node *x, const char *what);
+
+/* "[2, 3]" formatting into a caller buffer, shorter to type at call sites. */
+#define TG__SHAPE(t, buf) tg_shape_str((t)->rank, (t)->shape, (buf), sizeof(buf))
+
+/* Sum dy (shape out) into dx (a shape that broadcasts to out): dx += sum_to(dy). */
+void tg__sum_to_acc(tg_dtype dt, const tg_tensor *dy, tg_tensor *dx, double scale);
+
+#endif

@@ -1,0 +1,162 @@
+/*
+ * shape.c - reshape (a view) and permute (a strided copy).
+ */
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "shape.h"
+
+/* ---- reshape: a view, so the engine does no work at all ---- */
+
+static void reshape_describe(const tg_node *n, char *buf, size_t len)
+{
+    tg_shape_str(n->value.rank, n->value.shape, buf, len);
+}
+
+static const tg_op op_reshape = {.name = "reshape", .describe = reshape_describe,
+                                 .flags = TG_OP_VIEW};
+
+tg_node *tg_reshape(tg_graph *g, tg_node *x, int rank, const int64_t *shape)
+{
+    char a[160], b[160];
+    if (!tg_builder_check(g, "reshape", 1, &x)) return NULL;
+    if (rank < 0 || rank > TG_MAX_RANK)
+        return tg_graph_fail(g, "reshape: rank %d is outside [0, %d]", rank, TG_MAX_RANK);
+    if (rank && !shape) return tg_graph_fail(g, "reshape: shape is NULL");
+    int64_t out[TG_MAX_RANK], known = 1;
+    int infer = -1;
+    for (int d = 0; d < rank; d++) {
+        out[d] = shape[d];
+        if (shape[d] == -1) {
+            if (infer >= 0) return tg_graph_fail(g, "reshape: only one dimension can be inferred");
+            infer = d;
+        } else if (shape[d] < 0) {
+            return tg_graph_fail(g, "reshape: invalid shape dimension %lld", (long long)shape[d]);
+        } else if (!tg__mul_overflow_i64(known, shape[d], &known)) {
+            return tg_graph_fail(g, "reshape: shape %s overflows",
+                                 tg_shape_str(rank, shape, a, sizeof a));
+        }
+    }
+    int64_t numel = x->value.numel;
+    if (infer >= 0) {
+        if (known == 0 || numel % known)
+            return tg_graph_fail(g, "reshape: shape '%s' is invalid for input of size %lld",
+                                 tg_shape_str(rank, shape, a, sizeof a), (long long)numel);
+        out[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel)
+        return tg_graph_fail(g, "reshape: shape '%s' is invalid for input of size %lld (input "
+                             "shape %s)", tg_shape_str(rank, shape, a, sizeof a),
+                             (long long)numel, TG__SHAPE(&x->value, b));
+    return tg_node_new(g, &op_reshape, 1, &x, x->value.dtype, rank, out);
+}
+
+/* ---- permute ---- */
+
+typedef struct { int perm[TG_MAX_RANK]; int64_t xstride[TG_MAX_RANK]; } permute_attr;
+
+/* Walk the output in order; operand 1 follows the input through its strides. */
+static void permute_walk(tg_node *n, bool backward)
+{
+    const permute_attr *a = n->attr;
+    const tg_tensor *y = &n->value;
+    size_t es = tg_dtype_size(y->dtype);
+    int64_t sy[TG_MAX_RANK];
+    if (!y->numel) return;
+    if (y->rank == 0) {
+        if (backward) tg__sum_to_acc(y->dtype, &n->grad, &n->in[0]->grad, 1.0);
+        else memcpy(y->data, n->in[0]->value.data, es);
+        return;
+    }
+    tg__strides(y->rank, y->shape, sy);
+    tg__iter it;
+    tg__iter_init(&it, y->rank, y->shape, sy, a->xstride, NULL);
+    int64_t inner = y->shape[y->rank - 1], rows = y->numel / inner;
+    int64_t sx = a->xstride[y->rank - 1];
+    for (int64_t r = 0; r < rows; r++, tg__iter_next_row(&it)) {
+        if (!backward) {
+            const char *src = (const char *)n->in[0]->value.data + (size_t)it.off[1] * es;
+            char *dst = (char *)y->data + (size_t)it.off[0] * es;
+            if (sx == 1) {
+                memcpy(dst, src, (size_t)inner * es);
+            } else {
+                for (int64_t i = 0; i < inner; i++)
+                    memcpy(dst + (size_t)i * es, src + (size_t)(i * sx) * es, es);
+            }
+        } else if (y->dtype == TG_F64) {
+            const double *dy = (const double *)n->grad.data + it.off[0];
+            double *dx = (double *)n->in[0]->grad.data + it.off[1];
+            for (int64_t i = 0; i < inner; i++) dx[i * sx] += dy[i];
+        } else {
+            const float *dy = (const float *)n->grad.data + it.off[0];
+            float *dx = (float *)n->in[0]->grad.data + it.off[1];
+            for (int64_t i = 0; i < inner; i++) dx[i * sx] += dy[i];
+        }
+    }
+}
+
+/* forward: y[i_0..i_r] = x[j] with j[perm[k]] = i_k */
+static tg_status permute_forward(tg_node *n)
+{
+    permute_walk(n, false);
+    return TG_OK;
+}
+
+/* backward: the inverse permutation, accumulated: dx[j] += dy[i] */
+static tg_status permute_backward(tg_node *n)
+{
+    permute_walk(n, true);
+    return TG_OK;
+}
+
+static void permute_describe(const tg_node *n, char *buf, size_t len)
+{
+    const permute_attr *a = n->attr;
+    size_t k = (size_t)snprintf(buf, len, "(");
+    for (int d = 0; d < n->value.rank && k < len; d++)
+        k += (size_t)snprintf(buf + k, len - k, d ? ", %d" : "%d", a->perm[d]);
+    if (k < len) snprintf(buf + k, len - k, ")");
+}
+
+static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
+                                 .backward = permute_backward, .describe = permute_describe};
+
+tg_node *tg_permute(tg_graph *g, tg_node *x, const int *perm)
+{
+    if (!tg_builder_check(g, "permute", 1, &x)) return NULL;
+    const tg_tensor *v = &x->value;
+    if (v->rank && !perm) return tg_graph_fail(g, "permute: perm is NULL");
+    permute_attr at;
+    bool seen[TG_MAX_RANK] = {false};
+    int64_t shape[TG_MAX_RANK], xs[TG_MAX_RANK];
+    tg__strides(v->rank, v->shape, xs);
+    for (int i = 0; i < v->rank; i++) {
+        int d;
+        if (!tg__dim(g, "permute", perm[i], v->rank, &d)) return NULL;
+        if (seen[d]) return tg_graph_fail(g, "permute: repeated dim %d in the permutation", d);
+        seen[d] = true;
+        at.perm[i] = d;
+        shape[i] = v->shape[d];
+        at.xstride[i] = xs[d];
+    }
+    tg_node *n = tg_node_new(g, &op_permute, 1, &x, v->dtype, v->rank, shape);
+    permute_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    *a = at;
+    return n;
+}
+
+tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1)
+{
+    if (!tg_builder_check(g, "transpose", 1, &x)) return NULL;
+    int r = x->value.rank, d0, d1, perm[TG_MAX_RANK];
+    if (!tg__dim(g, "transpose", dim0, r, &d0) || !tg__dim(g, "transpose", dim1, r, &d1))
+        return NULL;
+    for (int i = 0; i < r; i++) perm[i] = i;
+    if (r) {
+        perm[d0] = d1;
+        perm[d1] = d0;
+    }
+    return tg_permute(g, x, perm);
+}

@@ -1,0 +1,20 @@
+/*
+ * cli.h - what every subcommand of the `tgraph` tool provides, and helpers
+ * they share. Exit status: 0 success, 1 a check failed (gradcheck), 2 bad
+ * input (one line on stderr naming the argument, file or key at fault).
+ */
+#ifndef TG_CLI_H
+#define TG_CLI_H
+
+#define TG_VERSION_STRING "0.1.0"
+
+typedef struct tg_cli_cmd {
+    const char *name;
+    const char *summary;                   /* one line for `tgraph --help` */
+    const char *help;                      /* full text, with examples */
+    int (*run)(int argc, char **argv);     /* argv[0] is the command name */
+} tg_cli_cmd;
+
+extern const tg_cli_cmd tg_cmd_demo;
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * main.c - the `tgraph` command line: dispatch to subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const tg_cli_cmd *const commands[] = {
+    &tg_cmd_demo,
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof *commands)
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tgraph COMMAND [ARGS]...\n"
+               "       tgraph help COMMAND | tgraph COMMAND --help\n"
+               "       tgraph --version\n\n"
+               "tgraph is a tensor graph engine with reverse-mode autograd.\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
+}
+
+static const tg_cli_cmd *find(const char *name)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i]->name, name) == 0) return commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("tgraph %s\n", TG_VERSION_STRING);
+        return 0;
+    }
+    if (!strcmp(cmd, "help")) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        const tg_cli_cmd *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "tgraph: unknown command '%s' (see tgraph --help)\n", argv[2]);
+            return 2;
+        }
+        fputs(c->help, stdout);
+        return 0;
+    }
+    const tg_cli_cmd *c = find(cmd);
+    if (!c) {
+        fprintf(stderr, "tgraph: unknown command '%s' (see tgraph --help)\n", cmd);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(c->help, stdout);
+            return 0;
+        }
+    return c->run(argc - 1, argv + 1);
+}
