@@ -1,0 +1,93 @@
+/*
+ * tensor_io.h - tensors in files: NumPy .npy, safetensors, and parameter
+ * stores by state_dict name. Every file tgraph writes goes through one
+ * write-temp-then-rename helper, so a crash mid-write leaves the previous file
+ * intact.
+ *
+ * All loaders validate before they allocate anything the file asks for, and
+ * report the file and the problem in tg_last_error() (OPS.md 16.3, 17.3).
+ */
+#ifndef TG_TENSOR_IO_H
+#define TG_TENSOR_IO_H
+
+#include <stdio.h>
+
+#include "tensor.h"
+#include "params.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- .npy (format 1.0 - 3.0) ---- */
+
+/* Read a .npy file into a new heap tensor (free with tg_tensor_free).
+ * Accepted descr: <f4 -> F32, <f8 -> F64, <i8 -> I64, |b1 -> BOOL ('=' native
+ * order accepted too); big-endian, fortran_order True, other dtypes,
+ * structured and object arrays are rejected with a message. */
+tg_status tg_npy_load(const char *path, tg_tensor **out);
+/* The same from memory; `what` names the source in messages. */
+tg_status tg_npy_parse(const void *buf, size_t len, const char *what, tg_tensor **out);
+/* Write t as .npy v1.0 (descr <f4/<f8/<i8/|b1), atomically. */
+tg_status tg_npy_save(const char *path, const tg_tensor *t);
+
+/* ---- safetensors ---- */
+
+typedef struct tg_st_file tg_st_file;
+
+/* Parse a whole safetensors file. Tensors of dtype F32, F64, I64 and BOOL
+ * are kept as they are; F16 and BF16 are converted to F32, and I8, I16, I32,
+ * U8, U16, U32 to I64; any other dtype is an error naming it. */
+tg_status tg_st_load(const char *path, tg_st_file **out);
+tg_status tg_st_parse(const void *buf, size_t len, const char *what, tg_st_file **out);
+void      tg_st_free(tg_st_file *f);
+
+int              tg_st_count(const tg_st_file *f);                 /* tensors, sorted by name */
+const char      *tg_st_name(const tg_st_file *f, int i);
+const tg_tensor *tg_st_tensor(const tg_st_file *f, int i);
+const tg_tensor *tg_st_find(const tg_st_file *f, const char *name);  /* NULL if absent */
+/* __metadata__ entries (string -> string). */
+int         tg_st_meta_count(const tg_st_file *f);
+const char *tg_st_meta_key(const tg_st_file *f, int i);
+const char *tg_st_meta_value(const tg_st_file *f, int i);
+const char *tg_st_meta_find(const tg_st_file *f, const char *key);   /* NULL if absent */
+
+/* Write n named tensors (and optional string metadata) as safetensors,
+ * atomically: tensors ordered by dtype alignment then name, header padded to
+ * a multiple of 8 (OPS.md 17.4). Names must be unique and non-empty. */
+tg_status tg_st_save(const char *path, int n, const char *const *names,
+                     const tg_tensor *const *tensors, int n_meta, const char *const *meta_keys,
+                     const char *const *meta_values);
+
+/* ---- parameter stores by state_dict name ---- */
+
+enum tg_params_load_flags {
+    TG_LOAD_ALLOW_MISSING = 1u << 0,   /* store parameters absent from the file keep their values */
+    TG_LOAD_ALLOW_EXTRA   = 1u << 1,   /* file tensors with no parameter are ignored */
+};
+
+/* Set every parameter of ps from the tensor of the same name in a
+ * safetensors file (F32/F64 converted to the store's dtype). By default
+ * (strict, like load_state_dict) a missing, extra, misshaped or non-float
+ * tensor is an error naming it, and the store is left unchanged. */
+tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags);
+/* Save every parameter under its name (store dtype), with optional metadata. */
+tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
+                         const char *const *meta_keys, const char *const *meta_values);
+
+/* ---- atomic files ---- */
+
+/* Write a file through fn(f, ctx) into "<path>.tmp.<pid>", flush, fsync, and
+ * rename over path; on any failure the temporary file is removed and path is
+ * untouched. fn returns TG_OK or an error (with tg_set_error). */
+tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx), void *ctx);
+
+/* Read a whole file into a new buffer (free with tg_free); refuses files
+ * larger than max_bytes (0 = no limit) with TG_ERR_LIMIT. */
+tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len);
+void      tg_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
