@@ -12,5 +12,6 @@
 #include "gradcheck.h"
 #include "threads.h"
 #include "ops.h"
+#include "tensor_io.h"
 
 #endif
