@@ -9,7 +9,11 @@
 #include "gemm.h"
 #include "linear.h"
 #include "loss.h"
+#include "mask.h"
 #include "reduce.h"
+#include "scatter.h"
 #include "shape.h"
+#include "softmax.h"
+#include "topk.h"
 
 #endif
