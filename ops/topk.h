@@ -26,15 +26,16 @@ extern "C" {
  * first, so which of the tied elements is picked and their order are
  * deterministic (PyTorch does not promise either; do not compare tie order
  * with it). sorted = true: best first (descending for largest, ascending
- * otherwise). sorted = false: the order is unspecified (currently a heap
- * order, cheaper: no final sort).
+ * otherwise). sorted = false: the order is unspecified (for k > 64 it is a
+ * heap order, which saves the final sort).
  *
  * k in [0, size(dim)]; k = 0 gives empty outputs. A 0-d x accepts dim 0 or -1
  * and k in {0, 1}, and returns x itself and index 0 (0-d, as PyTorch 1.13,
  * even for k = 0).
  *
  * Gradient: dx = 0 except dx[indices] = dvalues (along dim).
- * Cost: O(n log k) per row of n with a k-element heap (no full sort).
+ * Cost: a partial selection per row, no full sort (see topk.c); rows run on
+ * the thread pool.
  *
  * Errors (graph error): x not of the graph's float dtype; dim out of range
  * ("Dimension out of range (expected to be in range of [-2, 1], but got 2)");
