@@ -77,6 +77,24 @@ Test(softmax, fully_masked_row_is_nan)
     tg_graph_free(g);
 }
 
+/* Stable form: the max is subtracted, so huge logits do not overflow exp. */
+Test(softmax, large_logits_stable)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = sel_in(g, 1, (int64_t[]){3});
+    float *xd = tg_node_value(x)->data;
+    xd[0] = 1000;
+    xd[1] = 1001;
+    xd[2] = 999;
+    tg_node *y = tg_softmax(g, x, 0), *z = tg_log_softmax(g, x, 0);
+    cr_assert(tg_graph_forward(g) == TG_OK);
+    const float *yd = tg_node_value(y)->data, *zd = tg_node_value(z)->data;
+    double s = 1 + exp(1.0) + exp(-1.0);
+    cr_assert(fabs(yd[1] - exp(1.0) / s) < 1e-6 && fabs(yd[2] - exp(-1.0) / s) < 1e-6);
+    cr_assert(fabs(zd[0] + log(s)) < 1e-5, "log_softmax %g, want %g", zd[0], -log(s));
+    tg_graph_free(g);
+}
+
 /* tg_softmax_scaled(x, s) == tg_softmax(tg_scale(x, s)) bit for bit; gradient includes s. */
 Test(softmax, scaled_equals_scale_then_softmax)
 {
