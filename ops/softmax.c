@@ -18,7 +18,7 @@
  *   z = scale * x;  m = max z;  e = exp(z - m);  y = e / sum e
  * -inf entries give e = 0; an all -inf row gives m = -inf, z - m = NaN, so a
  * NaN row (as PyTorch); +inf or NaN anywhere makes the sum NaN, so a NaN row. */
-static void TG_F(softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st, TG_T scale)
+static inline void TG_F(softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st, TG_T scale)
 {
     TG_T m = -INFINITY;
     for (int64_t j = 0; j < n; j++) {
@@ -37,8 +37,8 @@ static void TG_F(softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st, TG_
 
 /* backward of y = softmax(scale * x):
  *   dx += scale * y * (dy - sum_j dy_j y_j) */
-static void TG_F(softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *dx, int64_t n,
-                                       int64_t st, TG_T scale)
+static inline void TG_F(softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *dx,
+                                              int64_t n, int64_t st, TG_T scale)
 {
     double dot = 0;
     for (int64_t j = 0; j < n; j++) dot += (double)dy[j * st] * y[j * st];
@@ -47,7 +47,7 @@ static void TG_F(softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *dx, 
 }
 
 /* forward, one row: y = x - m - log sum exp(x - m) (same NaN rules as softmax) */
-static void TG_F(log_softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st)
+static inline void TG_F(log_softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st)
 {
     TG_T m = -INFINITY;
     for (int64_t j = 0; j < n; j++)
@@ -60,8 +60,8 @@ static void TG_F(log_softmax_row)(const TG_T *x, TG_T *y, int64_t n, int64_t st)
 
 /* backward of y = log_softmax(x):
  *   dx += dy - exp(y) * sum_j dy_j */
-static void TG_F(log_softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *dx, int64_t n,
-                                           int64_t st)
+static inline void TG_F(log_softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *dx,
+                                                  int64_t n, int64_t st)
 {
     double sdy = 0;
     for (int64_t j = 0; j < n; j++) sdy += dy[j * st];
@@ -69,28 +69,37 @@ static void TG_F(log_softmax_row_backward)(const TG_T *y, const TG_T *dy, TG_T *
         dx[j * st] += (TG_T)(dy[j * st] - TG_M(exp)(y[j * st]) * sdy);
 }
 
-/* rows [begin, end) of node c->n, forward or backward */
+/* one row at offset base with stride st, forward or backward */
+static inline void TG_F(row)(const softmax_ctx *c, int64_t base, int64_t st)
+{
+    const tg_node *nd = c->n;
+    const softmax_attr *a = nd->attr;
+    const TG_T *x = nd->in[0]->value.data;
+    TG_T *y = nd->value.data;
+    if (!c->backward) {
+        if (a->log) TG_F(log_softmax_row)(x + base, y + base, a->n, st);
+        else        TG_F(softmax_row)(x + base, y + base, a->n, st, (TG_T)a->scale);
+        return;
+    }
+    const TG_T *dy = nd->grad.data;
+    TG_T *dx = nd->in[0]->grad.data;
+    if (a->log)
+        TG_F(log_softmax_row_backward)(y + base, dy + base, dx + base, a->n, st);
+    else
+        TG_F(softmax_row_backward)(y + base, dy + base, dx + base, a->n, st, (TG_T)a->scale);
+}
+
+/* rows [begin, end); row r = (o, i) starts at o*n*inner + i */
 static void TG_F(softmax_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const softmax_ctx *c = vctx;
     const softmax_attr *a = c->n->attr;
-    const TG_T *x = c->n->in[0]->value.data, *y = c->n->value.data;
-    TG_T *yw = c->n->value.data;
-    const TG_T *dy = c->n->grad.data;
-    TG_T *dx = c->backward ? c->n->in[0]->grad.data : NULL;
     int64_t n = a->n, in = a->inner;
-    TG_T scale = (TG_T)a->scale;
     (void)tid;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t base = (r / in) * n * in + r % in;      /* row r = (o, i) */
-        if (!c->backward) {
-            if (a->log) TG_F(log_softmax_row)(x + base, yw + base, n, in);
-            else        TG_F(softmax_row)(x + base, yw + base, n, in, scale);
-        } else {
-            if (a->log) TG_F(log_softmax_row_backward)(y + base, dy + base, dx + base, n, in);
-            else        TG_F(softmax_row_backward)(y + base, dy + base, dx + base, n, in, scale);
-        }
-    }
+    if (in == 1)            /* contiguous rows: the row code inlined with stride 1 */
+        for (int64_t r = begin; r < end; r++) TG_F(row)(c, r * n, 1);
+    else
+        for (int64_t r = begin; r < end; r++) TG_F(row)(c, (r / in) * n * in + r % in, in);
 }
 
 #else /* ---------------------------------------------------- the ops proper */

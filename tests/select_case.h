@@ -26,7 +26,8 @@ typedef struct {
     const char  *name;        /* folder under select/ */
     int          n_in;
     sel_build_fn build;
-    bool         gradcheck;   /* F64 gradcheck applies: no NaN/inf output, no ties, unique targets */
+    bool         gradcheck;   /* F64 gradcheck applies (no NaN/inf output, no ties,
+                                 unique scatter targets) */
 } sel_case;
 
 static tg_node *sel_build(const sel_case *c, tg_graph *g, tg_node **in, tg_node **out1)
@@ -79,8 +80,10 @@ static void sel_fixture(const sel_case *c)
     if (tt_exists(dir, "out1.npy")) {
         cr_assert(y1, "%s: the case has a second output", c->name);
         want = tt_load(dir, "out1.npy");
-        if (tg_dtype_is_float(want->dtype)) tt_assert_close(tg_node_value(y1), want, 1e-6, 1e-5, "out1");
-        else sel_assert_equal(tg_node_value(y1), want, "out1");
+        if (tg_dtype_is_float(want->dtype))
+            tt_assert_close(tg_node_value(y1), want, 1e-6, 1e-5, "out1");
+        else
+            sel_assert_equal(tg_node_value(y1), want, "out1");
         tg_tensor_free(want);
     }
     tg_tensor *dy = tt_load(dir, "dout0.npy");

@@ -50,10 +50,16 @@ static const sel_case cases[] = {
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 static int case_idx[N_CASES];
 
-ParameterizedTestParameters(mask, fixture) { return sel_params(cases, N_CASES, false, case_idx); }
+ParameterizedTestParameters(mask, fixture)
+{
+    return sel_params(cases, N_CASES, false, case_idx);
+}
 ParameterizedTest(int *i, mask, fixture) { sel_fixture(&cases[*i]); }
 
-ParameterizedTestParameters(mask, gradcheck) { return sel_params(cases, N_CASES, true, case_idx); }
+ParameterizedTestParameters(mask, gradcheck)
+{
+    return sel_params(cases, N_CASES, true, case_idx);
+}
 ParameterizedTest(int *i, mask, gradcheck) { sel_gradcheck(&cases[*i]); }
 
 static tg_node *bool_node(tg_graph *g, int rank, const int64_t *shape)

@@ -12,7 +12,12 @@
 
 #include "select_case.h"
 
-#define OP2(fn, call) static tg_node *fn(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return call; }
+#define OP2(fn, call)                                                           \
+    static tg_node *fn(tg_graph *g, tg_node **in, tg_node **o)                  \
+    {                                                                           \
+        (void)o;                                                                \
+        return call;                                                            \
+    }
 OP2(g_dim1, tg_gather(g, in[0], 1, in[1]))
 OP2(g_dim0, tg_gather(g, in[0], 0, in[1]))
 OP2(g_dimm1, tg_gather(g, in[0], -1, in[1]))
@@ -41,10 +46,16 @@ static const sel_case cases[] = {
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 static int case_idx[N_CASES];
 
-ParameterizedTestParameters(scatter, fixture) { return sel_params(cases, N_CASES, false, case_idx); }
+ParameterizedTestParameters(scatter, fixture)
+{
+    return sel_params(cases, N_CASES, false, case_idx);
+}
 ParameterizedTest(int *i, scatter, fixture) { sel_fixture(&cases[*i]); }
 
-ParameterizedTestParameters(scatter, gradcheck) { return sel_params(cases, N_CASES, true, case_idx); }
+ParameterizedTestParameters(scatter, gradcheck)
+{
+    return sel_params(cases, N_CASES, true, case_idx);
+}
 ParameterizedTest(int *i, scatter, gradcheck) { sel_gradcheck(&cases[*i]); }
 
 /* ---- helpers ---- */
@@ -233,8 +244,10 @@ Test(scatter_errors, error_names_node_and_backward_checks)
         tg_graph_free(g);                                                       \
     }
 
-#define F(...) float_node(g, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__}, 0)
-#define I(...) index_node(g, (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__}, NULL)
+/* F(2, 5): a float input of shape [2, 5]; I(1, 4): an int64 index input */
+#define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / 8), (int64_t[]){__VA_ARGS__}
+#define F(...) float_node(g, SHAPE(__VA_ARGS__), 0)
+#define I(...) index_node(g, SHAPE(__VA_ARGS__), NULL)
 
 BUILD_ERROR(gather_rank_mismatch, tg_gather(g, F(2, 2), 0, I(3)),
             "gather: Index tensor must have the same number of dimensions as input tensor")

@@ -13,22 +13,20 @@
 
 #include "select_case.h"
 
-static tg_node *sm_last(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_softmax(g, in[0], -1); }
-static tg_node *sm_d1(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_softmax(g, in[0], 1); }
-static tg_node *sm_d0(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_softmax(g, in[0], 0); }
-static tg_node *ls_last(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_log_softmax(g, in[0], -1); }
-static tg_node *ls_d1(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_log_softmax(g, in[0], 1); }
-static tg_node *ls_d0(tg_graph *g, tg_node **in, tg_node **o) { (void)o; return tg_log_softmax(g, in[0], 0); }
-static tg_node *sm_scaled(tg_graph *g, tg_node **in, tg_node **o)
-{
-    (void)o;
-    return tg_softmax_scaled(g, in[0], -1, 0.35355339059327373);
-}
-static tg_node *sm_scaled_d1(tg_graph *g, tg_node **in, tg_node **o)
-{
-    (void)o;
-    return tg_softmax_scaled(g, in[0], 1, 2.0);
-}
+#define OP1(fn, call)                                                           \
+    static tg_node *fn(tg_graph *g, tg_node **in, tg_node **o)                  \
+    {                                                                           \
+        (void)o;                                                                \
+        return call;                                                            \
+    }
+OP1(sm_last, tg_softmax(g, in[0], -1))
+OP1(sm_d1, tg_softmax(g, in[0], 1))
+OP1(sm_d0, tg_softmax(g, in[0], 0))
+OP1(ls_last, tg_log_softmax(g, in[0], -1))
+OP1(ls_d1, tg_log_softmax(g, in[0], 1))
+OP1(ls_d0, tg_log_softmax(g, in[0], 0))
+OP1(sm_scaled, tg_softmax_scaled(g, in[0], -1, 0.35355339059327373))
+OP1(sm_scaled_d1, tg_softmax_scaled(g, in[0], 1, 2.0))
 
 static const sel_case cases[] = {
     {"softmax_last", 1, sm_last, true},
@@ -54,10 +52,16 @@ static const sel_case cases[] = {
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 static int case_idx[N_CASES];
 
-ParameterizedTestParameters(softmax, fixture) { return sel_params(cases, N_CASES, false, case_idx); }
+ParameterizedTestParameters(softmax, fixture)
+{
+    return sel_params(cases, N_CASES, false, case_idx);
+}
 ParameterizedTest(int *i, softmax, fixture) { sel_fixture(&cases[*i]); }
 
-ParameterizedTestParameters(softmax, gradcheck) { return sel_params(cases, N_CASES, true, case_idx); }
+ParameterizedTestParameters(softmax, gradcheck)
+{
+    return sel_params(cases, N_CASES, true, case_idx);
+}
 ParameterizedTest(int *i, softmax, gradcheck) { sel_gradcheck(&cases[*i]); }
 
 /* The fixture must really hold a NaN row (so the NaN cases above test something). */

@@ -44,10 +44,16 @@ static const sel_case cases[] = {
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 static int case_idx[N_CASES];
 
-ParameterizedTestParameters(topk, fixture) { return sel_params(cases, N_CASES, false, case_idx); }
+ParameterizedTestParameters(topk, fixture)
+{
+    return sel_params(cases, N_CASES, false, case_idx);
+}
 ParameterizedTest(int *i, topk, fixture) { sel_fixture(&cases[*i]); }
 
-ParameterizedTestParameters(topk, gradcheck) { return sel_params(cases, N_CASES, true, case_idx); }
+ParameterizedTestParameters(topk, gradcheck)
+{
+    return sel_params(cases, N_CASES, true, case_idx);
+}
 ParameterizedTest(int *i, topk, gradcheck) { sel_gradcheck(&cases[*i]); }
 
 /* Run topk on a 1-d float vector; return values and indices in caller arrays. */
@@ -138,7 +144,8 @@ Test(topk, attention_rows_against_full_sort)
     tg_tensor *dv = tg_tensor_new(TG_F64, 2, (int64_t[]){R, K});
     tt_randn(dv, 6);
     cr_assert(tg_graph_backward(g, y, dv) == TG_OK);
-    const double *X = tg_node_value(x)->data, *V = tg_node_value(y)->data, *DX = tg_node_grad(x)->data;
+    const double *X = tg_node_value(x)->data, *V = tg_node_value(y)->data;
+    const double *DX = tg_node_grad(x)->data;
     const double *DV = dv->data;
     const int64_t *I = tg_node_value(ix)->data;
     static double row[N];
@@ -201,7 +208,8 @@ Test(topk, both_paths_match_the_rule_on_ties_and_nan)
             }
             topk_1d(x, N, k, ref_largest, false, v, ix);        /* unsorted: same set */
             qsort(ix, (size_t)k, sizeof *ix, ref_cmp);
-            for (int64_t j = 0; j < k; j++) cr_assert_eq(ix[j], order[j], "unsorted k=%ld", (long)k);
+            for (int64_t j = 0; j < k; j++)
+                cr_assert_eq(ix[j], order[j], "unsorted k=%ld", (long)k);
         }
 }
 
@@ -262,14 +270,16 @@ static void expect_topk_error(int rank, const int64_t *shape, int64_t k, int dim
     tg_graph_free(g);
 }
 
-Test(topk_errors, k_negative) { expect_topk_error(1, (int64_t[]){4}, -1, 0, "topk: selected index k out of range"); }
-Test(topk_errors, k_too_large) { expect_topk_error(2, (int64_t[]){3, 4}, 5, -1, "selected index k out of range"); }
-Test(topk_errors, k_too_large_dim0) { expect_topk_error(2, (int64_t[]){3, 4}, 4, 0, "selected index k out of range"); }
-Test(topk_errors, k_above_1_on_0d) { expect_topk_error(0, NULL, 2, 0, "selected index k out of range"); }
+#define K_RANGE "topk: selected index k out of range"
+Test(topk_errors, k_negative) { expect_topk_error(1, (int64_t[]){4}, -1, 0, K_RANGE); }
+Test(topk_errors, k_too_large) { expect_topk_error(2, (int64_t[]){3, 4}, 5, -1, K_RANGE); }
+Test(topk_errors, k_too_large_dim0) { expect_topk_error(2, (int64_t[]){3, 4}, 4, 0, K_RANGE); }
+Test(topk_errors, k_above_1_on_0d) { expect_topk_error(0, NULL, 2, 0, K_RANGE); }
 Test(topk_errors, bad_dim)
 {
     expect_topk_error(2, (int64_t[]){3, 2}, 1, 2,
-                      "topk: Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+                      "topk: Dimension out of range (expected to be in range of [-2, 1], "
+                      "but got 2)");
 }
 Test(topk_errors, bad_dim_0d)
 {
