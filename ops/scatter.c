@@ -19,7 +19,9 @@
 #ifdef TG_KERNELS
 #include "generic.h"
 
-/* rows [begin, end) of index; see the walk modes for what moves where */
+/* rows [begin, end) of index; see the walk modes for what moves where.
+ * Offsets: io into index.shape (index, gather's y, gather's dy), xo into
+ * x.shape (x, dx, scatter's y and dy), so into src.shape (src, dsrc). */
 static void TG_F(walk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const walk_ctx *c = vctx;
