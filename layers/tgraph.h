@@ -10,6 +10,7 @@
 #include "graph.h"
 #include "params.h"
 #include "gradcheck.h"
+#include "dot.h"
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
