@@ -11,6 +11,7 @@
 #include "params.h"
 #include "gradcheck.h"
 #include "dot.h"
+#include "optim.h"
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
