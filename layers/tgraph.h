@@ -12,6 +12,7 @@
 #include "gradcheck.h"
 #include "dot.h"
 #include "optim.h"
+#include "svg.h"
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
