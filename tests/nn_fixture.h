@@ -23,14 +23,15 @@ typedef struct {
     const char *name;        /* folder under nn/ */
     int         n_in;
     nn_build_fn build;
-    bool        no_gradcheck;   /* e.g. a NaN output */
+    bool        no_gradcheck;   /* e.g. a NaN output: leave it out of the gradcheck table */
 } nn_case;
 
 /* Float32 graph against PyTorch: forward, then every input gradient
  * (atol 1e-6, rtol 1e-5). */
 void nn_fixture_run(const nn_case *c);
 
-/* Float64 graph: tg_gradcheck of every float input that has a grad fixture. */
+/* Float64 graph: tg_gradcheck of every float input that has a grad fixture
+ * (fails for a no_gradcheck case). */
 void nn_gradcheck_run(const nn_case *c);
 
 #endif
