@@ -392,7 +392,15 @@ static int inner_batch(const int8_t *lb, int nb, const em_view *a, const em_view
 }
 
 /* Contract T and S, keeping the labels in `keep`. Final step (D != NULL): write
- * into D (=|+= by acc). Otherwise the result goes to a new scratch view *R. */
+ * into D (=|+= by acc). Otherwise the result goes to a new scratch view *R.
+ * Labels: batch (both, kept), M (T only, kept), N (S only, kept), K (both, not
+ * kept); T-only / S-only labels that are not kept are summed while packing.
+ * One GEMM step computes, for every index of the outer batch labels,
+ *   C [batch, rows, cols] = A [batch, rows, K] . B [batch, K, cols]
+ * with (A, B, rows, cols) = (T, S, M, N), or (S, T, N, M) when D's N labels
+ * are not contiguous but its M labels are (C^T = S^T T^T). A or B may be
+ * stored transposed ([batch, K, rows] / [batch, cols, K]) and is read in place
+ * when its groups merge; else it is packed into scratch in the layout shown. */
 static bool pair(em_builder *b, const em_view *T, const em_view *S, uint64_t keep,
                  const em_view *D, bool acc, em_view *R)
 {
@@ -430,7 +438,7 @@ static bool pair(em_builder *b, const em_view *T, const em_view *S, uint64_t kee
                   !(unit(B, lc, nc) || unit(B, lk, nk));
     int64_t M = gsize(b, lr, nr), N = gsize(b, lc, nc), K = gsize(b, lk, nk);
     int s = inner_batch(lb, nb, pack_a ? NULL : A, pack_b ? NULL : B, C);
-    if (s < nb && (double)gsize(b, lb + nb - s, s) * (double)(M * N) * (double)K < EM_SMALL) {
+    if (s < nb && (double)gsize(b, lb + nb - s, s) * (double)M * (double)N * (double)K < EM_SMALL) {
         /* many tiny GEMMs: pack whatever stops the batch labels merging */
         pack_a |= !merges(A, lb, nb);
         pack_b |= !merges(B, lb, nb);
