@@ -5,6 +5,7 @@
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
+#include "einops.h"
 #include "elementwise.h"
 #include "gemm.h"
 #include "linear.h"
