@@ -44,6 +44,37 @@ static void TG_F(gather_add_range)(void *vctx, int64_t begin, int64_t end, int t
     }
 }
 
+/* The sum of fold_range when the outer walk is contiguous in src along its
+ * last axis (repeat backward, "(b t) s d -> b d"): a block of dst at a time,
+ * each inner position adding one contiguous run of src (cache-friendly and
+ * vectorisable, where one element at a time would stride through memory). */
+static void TG_F(fold_sum_blocks)(const ein_fold *j, int64_t begin, int64_t end)
+{
+    const ein_walk *o = j->outer, *in = j->inner;
+    const TG_T *src = j->src;
+    TG_T *dst = j->dst;
+    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
+    double acc[FOLD_BLOCK];
+    for (int64_t k = begin; k < end;) {
+        walk_start(o, o->rank, k, oidx, &off);
+        int64_t n = o->len[o->rank - 1] - oidx[o->rank - 1];   /* to the end of the row */
+        if (n > end - k) n = end - k;
+        if (n > FOLD_BLOCK) n = FOLD_BLOCK;
+        for (int64_t i = 0; i < n; i++) acc[i] = 0;
+        walk_start(in, in->rank, 0, iidx, &ioff);
+        for (int64_t r = 0; r < in->numel; r++) {
+            const TG_T *x = src + off + ioff;
+            for (int64_t i = 0; i < n; i++) acc[i] += x[i];
+            walk_next(in, in->rank, iidx, &ioff);
+        }
+        for (int64_t i = 0; i < n; i++) {
+            TG_T v = (TG_T)(acc[i] * j->scale);
+            dst[k + i] = j->accumulate ? dst[k + i] + v : v;
+        }
+        k += n;
+    }
+}
+
 /* reduce forward:  y[k]  = scale * sum (or max / min) over the reduced axes of x
  *                  at x offset off(k); max/min also keep the flat x index;
  * repeat backward: dx[k] += sum over the new axes of dy at dy offset off(k).
@@ -58,6 +89,10 @@ static void TG_F(fold_range)(void *vctx, int64_t begin, int64_t end, int tid)
     int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
     int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
     (void)tid;
+    if (j->mode == FOLD_SUM && o->rank && o->inner_src == 1) {
+        TG_F(fold_sum_blocks)(j, begin, end);
+        return;
+    }
     walk_start(o, o->rank, begin, oidx, &off);
     for (int64_t k = begin; k < end; k++) {
         double acc = 0;
@@ -126,6 +161,7 @@ typedef struct ein_gather {
 } ein_gather;
 
 enum { FOLD_SUM, FOLD_MAX, FOLD_MIN };
+#define FOLD_BLOCK 256   /* dst elements summed together by fold_sum_blocks */
 
 typedef struct ein_fold {
     const ein_walk *outer, *inner;

@@ -331,7 +331,9 @@ bool tg__ein_prepare(const char *pattern, tg__ein_kind kind, const char *what, i
     memset(r, 0, sizeof *r);
 
     /* left_str, rght_str = pattern.split("->") */
-    int arrows = 0, split = -1, plen = (int)strlen(pattern);
+    size_t full = strlen(pattern);
+    if (full > 65536) return fail(&c, "the pattern is %zu bytes long (tgraph's limit: 65536)", full);
+    int arrows = 0, split = -1, plen = (int)full;
     for (const char *q = pattern; (q = strstr(q, "->")) != NULL; q += 2)
         if (arrows++ == 0) split = (int)(q - pattern);
     if (arrows != 1)

@@ -8,6 +8,7 @@
 
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -482,6 +483,29 @@ Test(einops_errors, too_many_axes)
     cr_assert_null(tg_rearrange(g, x, pat, 0, NULL));
     tt_assert_graph_error(g, "more than 32 axes in one pattern (tgraph's limit)");
     tg_graph_free(g);
+
+    /* 65 top-level unit items on one side */
+    k = 0;
+    for (int i = 0; i < 65; i++) k += (size_t)snprintf(pat + k, sizeof pat - k, "1 ");
+    snprintf(pat + k, sizeof pat - k, "-> ");
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 1, (int64_t[]){1});
+    cr_assert_null(tg_rearrange(g, x, pat, 0, NULL));
+    tt_assert_graph_error(g, "more than 64 items on one side (tgraph's limit)");
+    tg_graph_free(g);
+
+    /* a pattern longer than 64 KiB */
+    char *big = malloc(70001);
+    cr_assert(big);
+    memset(big, ' ', 70000);
+    memcpy(big + 100, "->", 2);
+    big[70000] = 0;
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 0, NULL);
+    cr_assert_null(tg_rearrange(g, x, big, 0, NULL));
+    tt_assert_graph_error(g, "the pattern is 70000 bytes long (tgraph's limit: 65536)");
+    tg_graph_free(g);
+    free(big);
 }
 
 Test(einops_errors, api_misuse)
