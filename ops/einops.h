@@ -40,7 +40,10 @@
  * On top of einops' checks tgraph rejects: a pattern without exactly one
  * "->", non-ASCII bytes, negative axis lengths, a length 0 that would divide a
  * group (einops: ZeroDivisionError), keyword axes given twice, results of rank
- * above TG_MAX_RANK, more than 32 axes in one pattern, max/min over nothing.
+ * above TG_MAX_RANK, more than 32 axes in one pattern (or 64 items on one
+ * side, or 64 KiB of text), max/min over nothing. API misuse (NULL pattern,
+ * n_axes > 0 with axes NULL, an unknown reduction, a non-float reduce input)
+ * gets a plain "<op>: ..." message.
  */
 #ifndef TG_EINOPS_H
 #define TG_EINOPS_H

@@ -157,6 +157,47 @@ Test(einops, gradcheck_chain)
     tg_graph_free(g);
 }
 
+/* Big enough for several threads and for runs longer than one summing block:
+ * reduce and repeat's backward against plain loops. */
+Test(einops, large_folds)
+{
+    const int K = 3, A = 4, B = 5000;
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *x = tg_input(g, "x", TG_F64, 2, (int64_t[]){K * A, B});
+    tg_tensor *xv = (tg_tensor *)tg_node_value(x);
+    tt_randn(xv, 5);
+    cr_assert(tg_node_set_requires_grad(x, true) == TG_OK);
+    tg_axis_len k = {"k", K};
+    tg_node *s = tg_reduce(g, x, "(k a) b -> a b", TG_EINOPS_SUM, 1, &k);
+    tg_node *mx = tg_reduce(g, x, "(k a) b -> a b", TG_EINOPS_MAX, 1, &k);
+    tg_node *r = tg_repeat(g, x, "ka b -> k ka b", 1, &k);
+    cr_assert(s && mx && r, "%s", tg_graph_error(g));
+    cr_assert(tg_graph_forward(g) == TG_OK);
+    const double *X = xv->data, *S = tg_node_value(s)->data, *M = tg_node_value(mx)->data;
+    for (int a = 0; a < A; a++)
+        for (int b = 0; b < B; b++) {
+            double sum = 0, best = -INFINITY;
+            for (int i = 0; i < K; i++) {
+                double v = X[(i * A + a) * B + b];
+                sum += v;
+                best = v > best ? v : best;
+            }
+            cr_assert_float_eq(S[a * B + b], sum, 1e-12, "sum at %d,%d", a, b);
+            cr_assert_eq(M[a * B + b], best, "max at %d,%d", a, b);
+        }
+    tg_tensor *dy = tg_tensor_new(TG_F64, 3, (int64_t[]){K, K * A, B});
+    tt_randn(dy, 6);
+    cr_assert(tg_graph_backward(g, r, dy) == TG_OK);
+    const double *DY = dy->data, *GX = tg_node_grad(x)->data;
+    for (int64_t i = 0; i < (int64_t)K * A * B; i++) {
+        double want = 0;
+        for (int c = 0; c < K; c++) want += DY[c * K * A * B + i];
+        cr_assert_float_eq(GX[i], want, 1e-12, "repeat grad at %lld", (long long)i);
+    }
+    tg_tensor_free(dy);
+    tg_graph_free(g);
+}
+
 /* ---- exact small cases (OPS.md 8.2, run with einops) ---- */
 
 static void set_f32(tg_node *n, const float *v)
