@@ -144,7 +144,7 @@ static void TG_F(arg_backward)(tg_node *n, const int64_t *arg)
  * order and the source at a stride per axis. Unit axes are dropped, axes that
  * stay contiguous in both operands merged. */
 typedef struct ein_walk {
-    int     rank;                          /* 0: one element */
+    int     rank;                          /* 0: one element (none when empty) */
     bool    empty;                         /* an axis of length 0: nothing to visit */
     int64_t numel;                         /* elements visited (0 when empty) */
     int64_t inner, inner_src;              /* last axis: length and source stride (1, 0 at rank 0) */
@@ -196,7 +196,7 @@ static void walk_make(ein_walk *w, int n, const int *ax, const int64_t *len, con
             w->rank++;
         }
     }
-    if (w->empty) w->numel = 0;
+    if (w->empty) w->numel = w->rank = 0;   /* no length-0 axis left to divide by */
     w->inner = w->rank ? w->len[w->rank - 1] : 1;
     w->inner_src = w->rank ? w->src[w->rank - 1] : 0;
 }
