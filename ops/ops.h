@@ -5,9 +5,14 @@
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
+#include "activation.h"
+#include "concat.h"
+#include "crossentropy.h"
+#include "dropout.h"
 #include "einops.h"
 #include "elementwise.h"
 #include "gemm.h"
+#include "layernorm.h"
 #include "linear.h"
 #include "loss.h"
 #include "reduce.h"
