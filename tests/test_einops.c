@@ -425,6 +425,14 @@ Test(einops, describe_and_axis_len)
     cr_assert_eq(tg_einops_axis_len(y, "ts"), -1);
     cr_assert_eq(tg_einops_axis_len(x, "b"), -1);
     cr_assert_eq(tg_einops_axis_len(NULL, "b"), -1);
+    /* the diagram labels the node with the op and its pattern */
+    char *dot = NULL;
+    size_t dot_len = 0;
+    FILE *f = open_memstream(&dot, &dot_len);
+    cr_assert(f && tg_graph_dot(g, NULL, f) == TG_OK);
+    fclose(f);
+    cr_assert(strstr(dot, "rearrange\\n(b ts_d) seg d -> (b seg) ts_d d"), "%s", dot);
+    free(dot);
     cr_assert_str_eq(tg_einops_reduction_name(TG_EINOPS_MEAN), "mean");
     cr_assert_null(tg_einops_reduction_name(TG_EINOPS_REDUCTION_COUNT));
     tg_graph_free(g);
