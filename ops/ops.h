@@ -9,6 +9,7 @@
 #include "concat.h"
 #include "crossentropy.h"
 #include "dropout.h"
+#include "einops.h"
 #include "einsum.h"
 #include "elementwise.h"
 #include "gemm.h"
