@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "json.h"
+#include "st_internal.h"
 #include "tensor_io.h"
 
 #define ST_MAX_HEADER 100000000ull          /* the reference reader's limit */
@@ -59,6 +60,7 @@ struct tg_st_file {
     int         n;
     char      **names;     /* sorted */
     tg_tensor **tensors;
+    const char **file_dtypes;   /* the dtype tag in the file ("I32"), static strings */
     int         n_meta;
     char      **meta_keys, **meta_values;   /* file order */
 };
@@ -76,6 +78,7 @@ void tg_st_free(tg_st_file *f)
     }
     tg__free(f->names);
     tg__free(f->tensors);
+    tg__free(f->file_dtypes);
     tg__free(f->meta_keys);
     tg__free(f->meta_values);
     tg__free(f);
@@ -101,6 +104,10 @@ const tg_tensor *tg_st_find(const tg_st_file *f, const char *name)
         else hi = mid - 1;
     }
     return NULL;
+}
+const char *tg__st_file_dtype(const tg_st_file *f, int i)
+{
+    return f && i >= 0 && i < f->n ? f->file_dtypes[i] : NULL;
 }
 int tg_st_meta_count(const tg_st_file *f) { return f ? f->n_meta : 0; }
 const char *tg_st_meta_key(const tg_st_file *f, int i)
@@ -601,8 +608,9 @@ static tg_status build(st_plan *p, const st_source *src, tg_st_file **out)
     named *order = tg__malloc(((size_t)p->n + 1) * sizeof *order);
     char **names = tg__malloc(((size_t)p->n + 1) * sizeof *names);
     tg_tensor **ts = tg__malloc(((size_t)p->n + 1) * sizeof *ts);
-    if (!order || !names || !ts) {
-        tg__free(order), tg__free(names), tg__free(ts);
+    const char **fd = tg__malloc(((size_t)p->n + 1) * sizeof *fd);
+    if (!order || !names || !ts || !fd) {
+        tg__free(order), tg__free(names), tg__free(ts), tg__free(fd);
         tg_st_free(f);
         return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
     }
@@ -611,12 +619,14 @@ static tg_status build(st_plan *p, const st_source *src, tg_st_file **out)
     for (int i = 0; i < p->n; i++) {
         names[i] = f->names[order[i].idx];
         ts[i] = f->tensors[order[i].idx];
+        fd[i] = st_dtypes[p->e[order[i].idx].dt].name;
     }
     tg__free(order);
     tg__free(f->names);
     tg__free(f->tensors);
     f->names = names;
     f->tensors = ts;
+    f->file_dtypes = fd;
     *out = f;
     return TG_OK;
 }
