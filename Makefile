@@ -4,6 +4,8 @@
 #   make test       build and run the Criterion suites (installs Criterion if missing, as root)
 #   make run        the main job (see README)
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
+#   make fuzz       each libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 20) seconds
+#                   (clang-14; installs clang-14 and libclang-rt-14-dev if missing, as root)
 #   make bench      the benchmark table
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
@@ -31,7 +33,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -77,12 +79,79 @@ run: $(TOOL)
 	$(TOOL) demo
 
 # ---- sanitizers ----
+# LeakSanitizer reports when a test worker exits, after Criterion has counted
+# the test as passed: so the output is kept and any report fails the target.
 asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 \
+	@mkdir -p build-asan
+	@{ $(MAKE) BUILD=build-asan OPT=-O1 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test
+	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test; echo $$? > build-asan/asan.rc; } \
+	  2>&1 | tee build-asan/asan.log
+	@if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' build-asan/asan.log; then \
+	  echo "make asan: sanitizer reports (see build-asan/asan.log)" >&2; exit 1; fi
+	@exit $$(cat build-asan/asan.rc)
+
+# ---- fuzzing (libFuzzer) ----
+# One target per parser: tests/fuzz/fuzz_NAME.c, seeds in tests/fuzz/corpus/NAME/
+# (read only), an optional dictionary tests/fuzz/NAME.dict. The library is
+# compiled again with the fuzzer's coverage and the sanitizers into build-fuzz/;
+# what a run discovers goes to build-fuzz/corpus/NAME/, crashes to
+# build-fuzz/crash-NAME-*. The CSV target needs engine/dataset.c.
+FUZZ_SECONDS ?= 20
+FUZZ_CC      ?= clang-14
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := $(CFLAGS_STD) -O1 -g $(FUZZ_SAN)
+FUZZ_RUNOPTS ?= -timeout=10 -rss_limit_mb=2048 -max_len=8192
+FUZZ_NAMES   := $(filter-out $(if $(wildcard engine/dataset.c),,csv), \
+                  $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_LIB     := $(FUZZ_BUILD)/libtgraph-fuzz.a
+
+check-clang:
+	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1 || \
+	    ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "clang-14 / libFuzzer missing: installing clang-14 libclang-rt-14-dev"; \
+	    (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	       apt-get install -y -q clang-14 libclang-rt-14-dev) || exit 1; \
+	  else \
+	    echo "clang-14 and libFuzzer are missing. Install them with:" \
+	         " sudo apt-get install -y clang-14 libclang-rt-14-dev" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(FUZZ_BUILD)/%.o: %.c | check-clang
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h tests/fuzz/common_graph.h $(FUZZ_LIB) | check-clang
+	$(FUZZ_CC) $(CPPFLAGS) -Itests/fuzz $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) \
+	    -lm -lpthread
+
+fuzz-build: check-clang $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_NAMES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  dict=; [ -f tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	  log=$(FUZZ_BUILD)/fuzz_$$t.log; \
+	  if ! $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_RUNOPTS) $$dict \
+	        -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
+	        $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t > $$log 2>&1; then \
+	    tail -n 60 $$log; echo "fuzz_$$t: FAILED (input saved as $(FUZZ_BUILD)/crash-$$t-*)"; exit 1; \
+	  fi; \
+	  echo "fuzz_$$t: $$(grep -o 'stat::number_of_executed_units: [0-9]*' $$log | grep -o '[0-9]*$$')" \
+	       "runs in $(FUZZ_SECONDS) s, corpus $$(ls $(FUZZ_BUILD)/corpus/$$t | wc -l) files, no crash"; \
+	done
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)

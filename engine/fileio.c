@@ -89,7 +89,16 @@ tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx),
         return tg_set_error(TG_ERR_INVALID, "write: path too long: %s", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    errno = 0;
     tg_status st = fn(f, ctx);
+    int fn_errno = errno;
+    /* A writer's own message may not name the file (or the cause): add them. */
+    if (st && strncmp(tg_last_error(), path, strlen(path)) != 0) {
+        if (ferror(f) && fn_errno)
+            st = tg_set_error(st, "%s: %s: %s", path, tg_last_error(), strerror(fn_errno));
+        else
+            st = tg_set_error(st, "%s: %s", path, tg_last_error());
+    }
     if (!st && (fflush(f) != 0 || ferror(f)))
         st = tg_set_error(TG_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     if (!st && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
