@@ -35,7 +35,7 @@ static const tg_cli_cmd *find(const char *name)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        fprintf(stderr, "tgraph: missing COMMAND (see tgraph --help)\n");
         return 2;
     }
     const char *cmd = argv[1];

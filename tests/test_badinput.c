@@ -1,0 +1,356 @@
+/*
+ * test_badinput.c - the rows of the bad-input checklist (OPS.md 19) that the
+ * op suites did not cover yet, the layer registry's config errors, and the
+ * command line on bad input: `tgraph run|gradcheck|dot|layers` with bad
+ * files, bad --set values, unknown flags and missing arguments must exit 2
+ * with exactly one line on stderr that names the file, key or argument.
+ *
+ * Not here: the rows the op suites already test (test_<op>.c), the file
+ * format rows of OPS.md 16.3 and 17.3 (test_npy.c, test_safetensors.c).
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "layer_case.h"
+
+/* ---- OPS.md 19: shapes not broadcastable in mul/sub/div (add is in
+ * test_ops_basic.c), mse_loss ---- */
+
+Test(badinput, elementwise_not_broadcastable)
+{
+    tg_node *(*const fns[])(tg_graph *, tg_node *, tg_node *) = {tg_mul, tg_sub, tg_div};
+    const char *names[] = {"mul", "sub", "div"};
+    for (int i = 0; i < 3; i++) {
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_node *a = tg_input(g, "a", TG_F32, 3, (int64_t[]){4, 2, 3});
+        tg_node *b = tg_input(g, "b", TG_F32, 2, (int64_t[]){5, 3});
+        cr_assert_null(fns[i](g, a, b), "%s accepted [4, 2, 3] and [5, 3]", names[i]);
+        char want[160];
+        snprintf(want, sizeof want, "%s: The size of tensor a (2) must match the size of tensor "
+                 "b (5) at non-singleton dimension 1", names[i]);
+        tt_assert_graph_error(g, want);
+        tg_graph_free(g);
+    }
+}
+
+Test(badinput, mse_loss_not_broadcastable_and_bad_reduction)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *a = tg_input(g, "a", TG_F32, 2, (int64_t[]){2, 3});
+    tg_node *b = tg_input(g, "b", TG_F32, 2, (int64_t[]){2, 4});
+    cr_assert_null(tg_mse_loss(g, a, b, TG_REDUCTION_MEAN));
+    tt_assert_graph_error(g, "mse_loss: input shape [2, 3] and target shape [2, 4] differ");
+    tg_graph_free(g);
+    g = tg_graph_new(TG_F32);
+    a = tg_input(g, "a", TG_F32, 1, (int64_t[]){3});
+    b = tg_input(g, "b", TG_F32, 1, (int64_t[]){3});
+    cr_assert_null(tg_mse_loss(g, a, b, (tg_reduction)7));
+    tt_assert_graph_error(g, "mse_loss: 7 is not a valid value for reduction");
+    tg_graph_free(g);
+}
+
+/* ---- layer config errors: every key type, through the registry ---- */
+
+Test(badinput, layer_config_values)
+{
+    static const struct {
+        const char *set, *msg;
+    } rows[] = {
+        {"d_model=1.5", "attention_layer: d_model: expected an integer, got a float 1.5"},
+        {"B=[2]", "attention_layer: B: expected an integer, got a list [2]"},
+        {"d_model=null", "attention_layer: d_model: null is not allowed here"},
+        {"mask_flag=3", "attention_layer: mask_flag: expected true or false, got an integer 3"},
+        {"output_attention=maybe", "output_attention: expected true or false, got 'maybe'"},
+        {"attention_dropout=abc", "attention_layer: attention_dropout: expected a number, got 'abc'"},
+        {"attention_dropout=-0.5", "attention_dropout must be in [0, 1]"},
+        {"L=0", "attention_layer: B, L and S must be positive"},
+        {"d_keys=-1", "attention_layer: d_keys and d_values must be positive or null"},
+        {"dmodel=4", "attention_layer: unknown key 'dmodel' (known: B, L, S, d_model"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        tt_assert_layer_rejects("attention_layer", (const char *[]){rows[i].set}, 1, rows[i].msg);
+    /* a value the value language itself refuses, before any layer sees it */
+    tg_config *c = tg_config_new();
+    cr_assert_eq(tg_config_set(c, "n_heads=99999999999999999999"), TG_ERR_FORMAT);
+    tt_assert_last_error("integer out of range (int64)");
+    tt_assert_last_error("n_heads");
+    cr_assert_eq(tg_config_set(c, "n heads=2"), TG_ERR_FORMAT);
+    tt_assert_last_error("n heads");
+    tg_config_free(c);
+}
+
+/* ---- the command line ---- */
+
+#define ORACLE "tests/fixtures/oracle/attention_layer_self/"
+
+/* build/tgraph (or build-asan/tgraph) beside the test binary. */
+static void tool_path(char *buf, size_t n)
+{
+    char self[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(k, 0);
+    self[k] = '\0';
+    char *slash = strrchr(self, '/');
+    cr_assert_not_null(slash);
+    *slash = '\0';
+    snprintf(buf, n, "%.4000s/tgraph", self);
+    cr_assert_eq(access(buf, X_OK), 0, "%s is missing: build it first (make test does)", buf);
+}
+
+/* Run tgraph with args (NULL-terminated); returns the exit status (or 128 +
+ * signal) and fills err with what it wrote to stderr. */
+static int run_tool(const char *const *args, char *err, size_t errlen)
+{
+    char tool[PATH_MAX];
+    tool_path(tool, sizeof tool);
+    const char *argv[40] = {tool};
+    int n = 1;
+    while (args[n - 1]) {
+        cr_assert_lt(n, 39);
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execv(tool, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    for (;;) {
+        ssize_t r = read(fds[0], err + got, errlen - 1 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+        if (got == errlen - 1) break;
+    }
+    err[got] = '\0';
+    close(fds[0]);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Exit 2, exactly one line on stderr starting "tgraph CMD: " (or "tgraph: "),
+ * containing each of the needles. */
+static void expect_cli_error(const char *const *args, const char *needle1, const char *needle2)
+{
+    char err[8192];
+    int rc = run_tool(args, err, sizeof err);
+    char cmd[256] = "";
+    for (int i = 0; args[i] && strlen(cmd) < 200; i++) {
+        strcat(cmd, " ");
+        strncat(cmd, args[i], 40);
+    }
+    cr_assert_eq(rc, 2, "tgraph%s: exit %d, stderr: %s", cmd, rc, err);
+    size_t len = strlen(err);
+    cr_assert(len > 0 && err[len - 1] == '\n', "tgraph%s: stderr is not one line: '%s'", cmd, err);
+    cr_assert_null(memchr(err, '\n', len - 1), "tgraph%s: more than one line on stderr:\n%s", cmd,
+                   err);
+    cr_assert(!strncmp(err, "tgraph ", 7) || !strncmp(err, "tgraph: ", 8),
+              "tgraph%s: the line does not start with the program name: %s", cmd, err);
+    cr_assert_not_null(strstr(err, needle1), "tgraph%s: '%s' not in: %s", cmd, needle1, err);
+    if (needle2)
+        cr_assert_not_null(strstr(err, needle2), "tgraph%s: '%s' not in: %s", cmd, needle2, err);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static char tmpdir[256];
+
+/* A scratch directory with a garbage file, an empty file, and a truncated
+ * copy of the oracle weights. */
+static void make_bad_files(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tgraph-test-cli-%ld", (long)getpid());
+    mkdir(tmpdir, 0700);
+    char p[400];
+    snprintf(p, sizeof p, "%s/garbage", tmpdir);
+    FILE *f = fopen(p, "wb");
+    fputs("this is not a tensor file\n", f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/empty", tmpdir);
+    fclose(fopen(p, "wb"));
+    void *w;
+    size_t n;
+    cr_assert_eq(tg_read_file(ORACLE "weights.safetensors", 0, &w, &n), TG_OK);
+    snprintf(p, sizeof p, "%s/truncated.safetensors", tmpdir);
+    f = fopen(p, "wb");
+    fwrite(w, 1, n - 100, f);
+    fclose(f);
+    tg_free(w);
+}
+
+static void remove_bad_files(void)
+{
+    const char *names[] = {"garbage", "empty", "truncated.safetensors", "y.npy"};
+    char p[400];
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        snprintf(p, sizeof p, "%s/%s", tmpdir, names[i]);
+        remove(p);
+    }
+    rmdir(tmpdir);
+}
+
+static const char *tmp(const char *name)
+{
+    static char bufs[4][400];
+    static int k;
+    char *b = bufs[k++ % 4];
+    snprintf(b, 400, "%s/%s", tmpdir, name);
+    return b;
+}
+
+static const char *in_arg(const char *file)
+{
+    static char bufs[2][400];
+    static int k;
+    char *b = bufs[k++ % 2];
+    snprintf(b, 400, "x=%s", file);
+    return b;
+}
+
+#define W "--weights", ORACLE "weights.safetensors"
+#define X "--input", "x=" ORACLE "x.npy"
+#define OUT "--out", tmp("y.npy")
+
+Test(cli, run_sanity_the_good_command_succeeds)
+{
+    make_bad_files();
+    char err[4096];
+    cr_assert_eq(run_tool(ARGS("run", "attention_layer", W, X, OUT), err, sizeof err), 0,
+                 "stderr: %s", err);
+    cr_assert_eq(err[0], '\0', "a successful run printed: %s", err);
+    remove_bad_files();
+}
+
+Test(cli, run_bad_files)
+{
+    make_bad_files();
+    const char *g = tmp("garbage"), *e = tmp("empty"), *t = tmp("truncated.safetensors");
+    expect_cli_error(ARGS("run", "attention_layer", "--weights", g, X, OUT), "--weights", g);
+    expect_cli_error(ARGS("run", "attention_layer", "--weights", e, X, OUT), "--weights", e);
+    expect_cli_error(ARGS("run", "attention_layer", "--weights", t, X, OUT), t, NULL);
+    expect_cli_error(ARGS("run", "attention_layer", "--weights", "/nonexistent/w.safetensors", X,
+                          OUT),
+                     "/nonexistent/w.safetensors", "cannot open");
+    /* weights with a tensor the layer does not have */
+    expect_cli_error(ARGS("run", "attention_layer", "--weights", ORACLE "grads.safetensors", X,
+                          OUT),
+                     "input.x", NULL);
+    /* inputs */
+    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(g), OUT), "--input", g);
+    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(e), OUT), e, NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg("/nonexistent/x.npy"),
+                          OUT),
+                     "/nonexistent/x.npy", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, "--input", "q=" ORACLE "x.npy", OUT),
+                     "--input q", "no input of that name");
+    expect_cli_error(ARGS("run", "attention_layer", W, "--input", ORACLE "x.npy", OUT), "--input",
+                     "NAME=FILE.npy");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, X, OUT), "--input x given twice", NULL);
+    /* an input of the wrong shape for the configured layer */
+    expect_cli_error(ARGS("run", "attention_layer", "--set", "d_model=8", W, X, OUT), "--input x",
+                     "[2, 6, 8]");
+    /* outputs */
+    expect_cli_error(ARGS("run", "attention_layer", W, X, "--out", "/nonexistent/y.npy"),
+                     "/nonexistent/y.npy", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", g, "--grads",
+                          tmp("g.safetensors")),
+                     "--grad-output", g);
+    remove_bad_files();
+}
+
+Test(cli, run_bad_set_values)
+{
+    make_bad_files();
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model=abc"), "d_model",
+                     "expected an integer");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "nokey=1"), "'nokey'",
+                     "unknown key");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=[2"), "n_heads",
+                     "offset");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model"), "d_model",
+                     "KEY=VALUE");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "=3"), "=3", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=0"), "n_heads",
+                     NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "mask_flag=2"), "mask_flag",
+                     NULL);
+    remove_bad_files();
+}
+
+Test(cli, run_flags_and_arguments)
+{
+    make_bad_files();
+    expect_cli_error(ARGS("run"), "LAYER", NULL);
+    expect_cli_error(ARGS("run", "nosuch", W, X, OUT), "'nosuch'", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--bogus"), "'--bogus'", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "extra"), "'extra'", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", X, OUT), "--weights", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X), "--out", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, "--out"), "--out", "missing value");
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", ORACLE "dy.npy"),
+                     "--grads", NULL);
+    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set"), "--set", NULL);
+    remove_bad_files();
+}
+
+Test(cli, gradcheck_bad_input)
+{
+    expect_cli_error(ARGS("gradcheck"), "LAYER", NULL);
+    expect_cli_error(ARGS("gradcheck", "nosuch"), "'nosuch'", NULL);
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed", "abc"), "--seed", "'abc'");
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--max-per-tensor", "-1"),
+                     "--max-per-tensor", "'-1'");
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "foo=1"), "'foo'", NULL);
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "d_model=1e400"), "d_model",
+                     NULL);
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--frobnicate"), "'--frobnicate'", NULL);
+    expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed"), "--seed", NULL);
+}
+
+Test(cli, dot_bad_input)
+{
+    expect_cli_error(ARGS("dot", "attention_layer"), "-o", NULL);
+    expect_cli_error(ARGS("dot", "attention_layer", "-o"), "-o", "missing value");
+    expect_cli_error(ARGS("dot", "nosuch", "-o", "/tmp/x.dot"), "'nosuch'", NULL);
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/nonexistent/x.dot"),
+                     "/nonexistent/x.dot", NULL);
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--depth", "x"), "--depth",
+                     "'x'");
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--rankdir", "XY"),
+                     "--rankdir", "'XY'");
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L"), "L",
+                     "KEY=VALUE");
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L=-1"), "L",
+                     NULL);
+    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--what"), "'--what'", NULL);
+}
+
+Test(cli, layers_and_commands)
+{
+    expect_cli_error(ARGS("layers", "nosuch"), "'nosuch'", NULL);
+    expect_cli_error(ARGS("layers", "attention_layer", "more"), "'more'", NULL);
+    expect_cli_error(ARGS("layers", "--bogus"), "'--bogus'", NULL);
+    expect_cli_error(ARGS("nosuch"), "'nosuch'", NULL);
+    expect_cli_error(ARGS("help", "nosuch"), "'nosuch'", NULL);
+    expect_cli_error(ARGS("--bogus"), "'--bogus'", NULL);
+    const char *none[] = {NULL};
+    expect_cli_error(none, "COMMAND", NULL);
+}
