@@ -91,7 +91,7 @@ tg_status tg_axial_attention_init(tg_axial_attention *l, const tg_axial_attentio
                                   tg_params *ps, const char *prefix, const char *name,
                                   tg_rng *rng)
 {
-    char full[TG_NAME_MAX], sub[TG_NAME_MAX], fn[TG_NAME_MAX];
+    char full[TG_NAME_MAX], sub[64], fn[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name ? name : "");
@@ -111,9 +111,8 @@ tg_status tg_axial_attention_init(tg_axial_attention *l, const tg_axial_attentio
         tg_axial_self_attention *f = &l->fn[i];
         f->heads = c->heads;
         f->dim_heads = e;
-        snprintf(sub, sizeof sub, "axial_attentions.%d", i);
+        snprintf(sub, sizeof sub, "axial_attentions.%d.fn", i);
         if ((st = tg_name_join(fn, sizeof fn, full, sub)) ||
-            (st = tg_name_join(fn, sizeof fn, strcpy(sub, fn), "fn")) ||
             (st = tg_linear_mod_init(&f->to_q, ps, fn, "to_q", c->dim, hidden, false, rng)) ||
             (st = tg_linear_mod_init(&f->to_kv, ps, fn, "to_kv", c->dim, 2 * hidden, false,
                                      rng)) ||
