@@ -72,12 +72,10 @@ $(BUILD)/include/tgraph/%.h: %.h
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(BUILD)/tgraph.pc: tools/tgraph.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	    -e 's|@VERSION@|$(VERSION)|' $< > $@
-
 # ---- install: make install [PREFIX=/usr/local] [DESTDIR=] ----
-install: all $(BUILD)/tgraph.pc
+install: all
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' tools/tgraph.pc.in > $(BUILD)/tgraph.pc
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/tgraph $(DESTDIR)$(BINDIR) \
 	    $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
