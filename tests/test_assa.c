@@ -194,6 +194,40 @@ Test(assa_topk, ties_keep_the_lowest_indices)
     tg_params_free(ps);
 }
 
+/* Gradcheck at exact ties: q_proj = 0 makes every score 0, so probing
+ * q_proj changes which keys topk keeps. Those probes are left out through
+ * topk's kinks hook (counted as skipped); x, k/v/out_proj still check. */
+Test(assa_topk, gradcheck_at_exact_ties_is_tie_safe)
+{
+    tg_params *ps = tg_params_new(TG_F64);
+    tg_assa_topk l;
+    topk_layer(&l, ps, 6, 2, 3, 12);
+    tg_init_constant(&l.q_proj.weight->value, 0);
+    tg_init_constant(&l.q_proj.bias->value, 0);
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *x = tg_input(g, "x", TG_F64, 3, (int64_t[]){2, 5, 6});
+    tt_randn((tg_tensor *)tg_node_value(x), 13);
+    tg_node_set_requires_grad(x, true);
+    tg_node *y = tg_assa_topk_build(g, &l, x, NULL);
+    tg_gradcheck_result res[16];
+    int n = 0;
+    bool ok = false;
+    cr_assert_eq(tg_gradcheck(g, y, &(tg_gradcheck_opts){.seed = 1}, res, 16, &n, &ok), TG_OK,
+                 "%s", tg_last_error());
+    cr_assert(ok, "gradcheck failed at ties");
+    int64_t skipped_q = 0;
+    for (int i = 0; i < n; i++) {
+        bool q = !strncmp(res[i].name, "q_proj.", 7);
+        cr_expect(res[i].pass, "%s", res[i].name);
+        cr_expect(q || res[i].checked > 0, "%s: nothing checked", res[i].name);
+        if (q) skipped_q += res[i].skipped;
+    }
+    /* every q_proj probe breaks the ties, so all of them are skipped */
+    cr_assert_eq(skipped_q, 6 * 6 + 6, "%lld q_proj probes skipped", (long long)skipped_q);
+    tg_graph_free(g);
+    tg_params_free(ps);
+}
+
 Test(assa_topk, bad_configs)
 {
     tt_assert_layer_rejects("assa_topk", (const char *[]){"k=32"}, 1,
