@@ -8,5 +8,6 @@
 #include "modules.h"
 #include "attention.h"
 #include "axial.h"
+#include "assa.h"
 
 #endif
