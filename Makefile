@@ -112,7 +112,7 @@ $(BUILD)/tests/%.o: tests/%.c | check-criterion
 $(TESTS): $(TEST_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) -lcriterion $(LDLIBS)
 
-test: check-criterion $(TESTS) $(TOOL) headers
+test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
 	sh tests/api_check.sh $(BUILD)
 
