@@ -316,11 +316,13 @@ tg_node *tg_input(tg_graph *g, const char *name, tg_dtype dt, int rank, const in
     if (tg_dtype_is_float(dt) && dt != g->dtype)
         return tg_graph_fail(g, "input '%s': float inputs must have the graph's dtype %s, got %s",
                              name ? name : "", tg_dtype_name(g->dtype), tg_dtype_name(dt));
-    tg_node *n = node_create(g, TG_NODE_INPUT, NULL, 0, NULL, dt, rank, shape, "input");
+    char what[96];   /* messages name the input: "input 'x': bad result shape ..." */
+    tg__fmt(what, sizeof what, "input '%s'", name ? name : "");
+    tg_node *n = node_create(g, TG_NODE_INPUT, NULL, 0, NULL, dt, rank, shape, what);
     if (!n) return NULL;
     n->name = tg_graph_strdup(g, name ? name : "input");
     n->value.data = leaf_data(g, n);
-    if (!n->name || !n->value.data) return tg_graph_fail(g, "input: out of memory");
+    if (!n->name || !n->value.data) return tg_graph_fail(g, "%s: out of memory", what);
     return n;
 }
 

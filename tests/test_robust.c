@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "layer_case.h"
 #include "internal.h"
 #include "op.h"
 
@@ -401,6 +402,7 @@ Test(robust, shape_products_that_overflow)
                           (tg_axis_len[]){{"b", INT64_C(1) << 31}, {"c", INT64_C(1) << 31}});
         if (i == 4) y = tg_causal_mask(g, INT64_C(1) << 32, INT64_C(1) << 32);
         cr_assert_null(y, "%s accepted an overflowing shape", cases[i].what);
+        if (i == 0) tt_assert_graph_error(g, "input 'big': bad result shape");
         tt_assert_graph_error(g, cases[i].msg);
         tg_graph_free(g);
     }
@@ -419,6 +421,13 @@ Test(robust, too_big_to_allocate_is_an_error_at_plan_time)
     tt_assert_last_error("out of memory");
     tg_graph_free(g);
 }
+
+static tg_status rank_forward(tg_node *n)
+{
+    (void)n;
+    return TG_OK;
+}
+static const tg_op rank_op = {.name = "rank_op", .forward = rank_forward};
 
 Test(robust, rank_above_the_maximum_is_refused_everywhere)
 {
@@ -485,6 +494,26 @@ Test(robust, rank_above_the_maximum_is_refused_everywhere)
     tg_st_file *f;
     cr_assert_eq(tg_st_parse(sb, 8 + sn + 4, "r9.safetensors", &f), TG_ERR_LIMIT);
     tt_assert_last_error("rank 9");
+
+    /* op implementers: a node or saved buffer of rank 9 (engine/op.h) */
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 1, (int64_t[]){2});
+    cr_assert_null(tg_node_new(g, &rank_op, 1, &x, TG_F32, 9, s9));
+    tt_assert_graph_error(g, "rank 9 is above the maximum rank 8");
+    tg_graph_free(g);
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 1, (int64_t[]){2});
+    tg_node *y = tg_node_new(g, &rank_op, 1, &x, TG_F32, 1, (int64_t[]){2});
+    cr_assert_not_null(y);
+    cr_assert_eq(tg_node_buffer(y, TG_F32, 9, s9), -1);
+    tt_assert_graph_error(g, "rank_op: bad buffer shape");
+    tg_graph_free(g);
+
+    /* a layer's shape key (axial's shape, assa_paper's win_size) */
+    tt_assert_layer_rejects("axial", (const char *[]){"shape=[1, 1, 1, 1, 1, 1, 1, 1, 1]"}, 1,
+                            "axial: shape: expected at most 8 integers, got 9");
+    tt_assert_layer_rejects("assa_paper", (const char *[]){"win_size=[1, 1, 1, 1, 1, 1, 1, 1, 1]"},
+                            1, "win_size: expected at most 8 integers, got 9");
 
     /* an int-list value (a layer's shape key) holds at most TG_MAX_RANK items */
     tg_value v;
