@@ -136,10 +136,12 @@ diagrams: $(TOOL)
 # LeakSanitizer reports when a test worker exits, after Criterion has counted
 # the test as passed: so the output is kept and any report fails the target.
 # A huge allocation returns NULL as it does without ASan (the library must
-# report it), instead of aborting.
+# report it), instead of aborting. CC carries the sanitizer flags too, for
+# tests/api_check.sh, which compiles and runs the examples against the library.
 asan:
 	@mkdir -p build-asan
-	@{ ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 $(MAKE) BUILD=build-asan OPT=-O1 \
+	@{ ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+	  CC="$(CC) -fsanitize=address,undefined" $(MAKE) BUILD=build-asan OPT=-O1 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test; echo $$? > build-asan/asan.rc; } \
 	  2>&1 | tee build-asan/asan.log
