@@ -37,7 +37,8 @@ static int load_fail(const tg_op_def *op, int i, const char *path)
     bool int_kind = spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET;
     bool narrow_int = strstr(msg, "'<i4'") || strstr(msg, "'<i2'") || strstr(msg, "'|i1'") ||
                       strstr(msg, "'<u") || strstr(msg, "'|u1'");
-    return tg_cli_fail("op", "%s: --in #%d (%s) %s: %s%s", op->name, i + 1, spec->name, path, msg,
+    (void)path;   /* the loader's message names the file */
+    return tg_cli_fail("op", "%s: --in #%d (%s): %s%s", op->name, i + 1, spec->name, msg,
                        int_kind && narrow_int ? "; index tensors must be int64 ('<i8'; PyTorch: "
                                                 "Expected dtype int64 for index)" : "");
 }
@@ -54,8 +55,8 @@ static int load_inputs(const tg_op_def *op, const file_list *files, tg_tensor **
             return load_fail(op, i, files->path[i]);
         }
         if (tg_op_check_input(op, i, t[i]))
-            return tg_cli_fail("op", "--in #%d (%s) %s: %s", i + 1, spec->name, files->path[i],
-                               tg_last_error());
+            return tg_cli_fail("op", "%s: --in #%d (%s) %s: %s", op->name, i + 1, spec->name,
+                               files->path[i], tg_last_error());
     }
     return 0;
 }

@@ -774,8 +774,7 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
     if (!in) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", op->name, i + 1);
     if (!t) {
         if (i < op->n_required)
-            return tg_set_error(TG_ERR_INVALID, "%s: %s is required (null is only for optional "
-                                "inputs)", op->name, in->name);
+            return tg_set_error(TG_ERR_INVALID, "%s is required (null is only for optional inputs)", in->name);
         return TG_OK;
     }
     const char *dt = tg_dtype_name(t->dtype);
@@ -783,23 +782,21 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
     case TG_OP_IN_FLOAT:
     case TG_OP_IN_CONST:
         if (!tg_dtype_is_float(t->dtype))
-            return tg_set_error(TG_ERR_DTYPE, "%s: %s must be a float array (<f4 or <f8), got %s",
-                                op->name, in->name, dt);
+            return tg_set_error(TG_ERR_DTYPE, "%s must be a float array (<f4 or <f8), got %s", in->name, dt);
         return TG_OK;
     case TG_OP_IN_INDEX:
         if (t->dtype != TG_I64)
-            return tg_set_error(TG_ERR_DTYPE, "%s: Expected dtype int64 for %s, got %s", op->name,
-                                in->name, dt);
+            return tg_set_error(TG_ERR_DTYPE, "Expected dtype int64 for %s, got %s", in->name, dt);
         return TG_OK;
     case TG_OP_IN_MASK:
         if (t->dtype != TG_BOOL)
-            return tg_set_error(TG_ERR_DTYPE, "%s: %s only supports boolean masks, but got mask "
-                                "with dtype %s", op->name, op->name, dt);
+            return tg_set_error(TG_ERR_DTYPE, "%s only supports boolean masks, but got mask with dtype %s",
+                                op->name, dt);
         return TG_OK;
     case TG_OP_IN_TARGET:
         if (t->dtype == TG_BOOL)
-            return tg_set_error(TG_ERR_DTYPE, "%s: %s must be int64 class indices or float "
-                                "class probabilities, got bool", op->name, in->name);
+            return tg_set_error(TG_ERR_DTYPE, "%s must be int64 class indices or float class "
+                                "probabilities, got bool", in->name);
         return TG_OK;
     default:
         return TG_OK;

@@ -110,14 +110,13 @@ void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len);
 tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg);
 void      tg_op_call_free(tg_op_call *c);
 
-/* Input i's spec for a call with n_in inputs (the variadic last one repeats);
- * NULL when i is out of range. */
+/* Input i's spec (the variadic last one repeats); NULL when out of range. */
 const tg_op_input *tg_op_input_at(const tg_op_def *op, int i);
 /* Check the number of inputs (message names the op and the expected count). */
 tg_status tg_op_check_count(const tg_op_def *op, int n_in);
-/* Check tensor t against input i's kind ("mask: masked_fill only supports
- * boolean masks, but got mask with dtype float32"); NULL t = omitted, which is
- * fine only for optional inputs. */
+/* Check tensor t against input i's kind ("masked_fill only supports boolean
+ * masks, but got mask with dtype float32"; the caller names the op and the
+ * file); NULL t = omitted, which is fine only for optional inputs. */
 tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t);
 /* Does input i of this dtype take a gradient? */
 bool tg_op_input_differentiable(const tg_op_def *op, int i, tg_dtype dt);
