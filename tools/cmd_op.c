@@ -219,7 +219,8 @@ static int run(int argc, char **argv)
     }
     for (int j = 0; j < n_out; j++)
         if (tg_npy_save(outs.path[j], tg_node_value(out[j]))) {
-            rc = tg_cli_fail("op", "%s: --out #%d %s", op->name, j + 1, tg_last_error());
+            rc = tg_cli_fail("op", "%s: --out #%d %s: %s", op->name, j + 1, outs.path[j],
+                             tg_last_error());
             goto done;
         }
     if (want_grads) {
@@ -234,7 +235,8 @@ static int run(int argc, char **argv)
             tg_status st = gr || zero ? tg_npy_save(grads.path[k], gr ? gr : zero) : TG_ERR_NOMEM;
             tg_tensor_free(zero);
             if (st) {
-                rc = tg_cli_fail("op", "%s: --grad #%d %s", op->name, k + 1, tg_last_error());
+                rc = tg_cli_fail("op", "%s: --grad #%d %s: %s", op->name, k + 1, grads.path[k],
+                                 tg_last_error());
                 goto done;
             }
             k++;

@@ -55,6 +55,16 @@ static const char *get_str(const tg_op_call *c, const char *name)
     return v && v->kind == TG_VALUE_STRING && v->s ? v->s : "";
 }
 
+/* Put tg_last_error() on the graph, prefixed with the op's name unless it has it. */
+static tg_status fail_last(tg_graph *g, const tg_op_call *c)
+{
+    const char *msg = tg_last_error();
+    size_t n = strlen(c->op->name);
+    if (!strncmp(msg, c->op->name, n) && msg[n] == ':') tg_graph_fail(g, "%s", msg);
+    else tg_graph_fail(g, "%s: %s", c->op->name, msg);
+    return TG_ERR_INVALID;
+}
+
 /* An int list attribute into out[0..max); -1 (graph error) when longer. */
 static int get_list(tg_graph *g, const tg_op_call *c, const char *name, int64_t *out, int max)
 {
@@ -62,7 +72,7 @@ static int get_list(tg_graph *g, const tg_op_call *c, const char *name, int64_t 
     int n = 0;
     if (!v || v->kind == TG_VALUE_NULL) return 0;
     if (tg_value_as_int_list(v, name, out, max, &n)) {
-        tg_graph_fail(g, "%s: %s", c->op->name, tg_last_error());
+        fail_last(g, c);
         return -1;
     }
     return n;
@@ -81,6 +91,7 @@ static bool get_dim(tg_graph *g, const tg_op_call *c, const char *name, int *out
 }
 
 static const tg_tensor *val(const tg_node *n) { return tg_node_value(n); }
+
 
 /* ---- glue: one per op (out[], *n_out as in tg_op_def.build) ---- */
 
@@ -180,8 +191,8 @@ GLUE(b_linear) { (void)c; return ONE(tg_linear(g, in[0], in[1], n_in > 2 ? in[2]
 
 GLUE(b_layer_norm)
 {
-    int64_t shape[TG_MAX_RANK + 1];
-    int n = get_list(g, c, "normalized_shape", shape, TG_MAX_RANK + 1);
+    int64_t shape[TG_MAX_RANK];
+    int n = get_list(g, c, "normalized_shape", shape, TG_MAX_RANK);
     if (n < 0) return TG_ERR_INVALID;
     return ONE(tg_layer_norm(g, in[0], n, shape, n_in > 1 ? in[1] : NULL,
                              n_in > 2 ? in[2] : NULL, get_f(c, "eps")));
@@ -191,10 +202,7 @@ GLUE(b_gelu)
 {
     (void)n_in;
     tg_gelu_approx a;
-    if (tg_gelu_approx_parse(get_str(c, "approximate"), &a)) {
-        tg_graph_fail(g, "gelu: %s", tg_last_error());
-        return TG_ERR_INVALID;
-    }
+    if (tg_gelu_approx_parse(get_str(c, "approximate"), &a)) return fail_last(g, c);
     return ONE(tg_gelu(g, in[0], a));
 }
 
@@ -226,9 +234,7 @@ GLUE(b_causal_mask)
 
 static tg_status reduction(tg_graph *g, const tg_op_call *c, tg_reduction *r)
 {
-    if (!tg_reduction_parse(get_str(c, "reduction"), r)) return TG_OK;
-    tg_graph_fail(g, "%s: %s", c->op->name, tg_last_error());
-    return TG_ERR_INVALID;
+    return tg_reduction_parse(get_str(c, "reduction"), r) ? fail_last(g, c) : TG_OK;
 }
 
 GLUE(b_mse_loss)
@@ -340,8 +346,8 @@ GLUE(b_relu) { (void)c, (void)n_in; return ONE(tg_relu(g, in[0])); }
 static tg_status reduce_dims(tg_graph *g, const tg_op_call *c, tg_node *const *in, tg_node **out,
                              int *n_out, bool mean)
 {
-    int64_t dims[TG_MAX_RANK + 1];
-    int n = get_list(g, c, "dim", dims, TG_MAX_RANK + 1);
+    int64_t dims[TG_MAX_RANK];
+    int n = get_list(g, c, "dim", dims, TG_MAX_RANK);
     if (n < 0) return TG_ERR_INVALID;
     bool keep = get_bool(c, "keepdim");
     return ONE(mean ? tg_mean(g, in[0], dims, n, keep) : tg_sum(g, in[0], dims, n, keep));
@@ -353,8 +359,8 @@ GLUE(b_mean) { (void)n_in; return reduce_dims(g, c, in, out, n_out, true); }
 GLUE(b_permute)
 {
     (void)n_in;
-    int64_t dims[TG_MAX_RANK + 1];
-    int perm[TG_MAX_RANK], n = get_list(g, c, "dims", dims, TG_MAX_RANK + 1);
+    int64_t dims[TG_MAX_RANK];
+    int perm[TG_MAX_RANK], n = get_list(g, c, "dims", dims, TG_MAX_RANK);
     if (n < 0) return TG_ERR_INVALID;
     int rank = val(in[0])->rank;
     if (n != rank) {   /* tg_permute reads exactly rank entries */
@@ -380,14 +386,9 @@ GLUE(b_transpose)
 GLUE(b_reshape)
 {
     (void)n_in;
-    int64_t shape[TG_MAX_RANK + 1];
-    int n = get_list(g, c, "shape", shape, TG_MAX_RANK + 1);
+    int64_t shape[TG_MAX_RANK];
+    int n = get_list(g, c, "shape", shape, TG_MAX_RANK);
     if (n < 0) return TG_ERR_INVALID;
-    if (n > TG_MAX_RANK) {
-        tg_graph_fail(g, "reshape: shape has %d dims, more than tgraph's maximum rank %d", n,
-                      TG_MAX_RANK);
-        return TG_ERR_INVALID;
-    }
     return ONE(tg_reshape(g, in[0], n, shape));
 }
 
