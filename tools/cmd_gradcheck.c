@@ -91,7 +91,8 @@ static int einsum_shapes(const tg_op_call *call, op_sources *src, char (*buf)[64
     src->n = 0;
     for (const char *p = eq;; p++) {
         if (src->n == TG_EINSUM_MAX_OPERANDS)
-            return tg_cli_fail("gradcheck", "einsum: more than %d operands", TG_EINSUM_MAX_OPERANDS);
+            return tg_cli_fail("gradcheck", "einsum: more than %d operands",
+                               TG_EINSUM_MAX_OPERANDS);
         char *b = buf[src->n];
         int at = 0;
         for (; *p && *p != ',' && !(p[0] == '-' && p[1] == '>'); p++) {
@@ -153,7 +154,8 @@ static int op_gradcheck(const tg_op_def *op, tg_config *cfg, op_sources *src, in
         if (tg_dtype_is_float(tg_node_value(out[j])->dtype)) y = out[j];
     if (n_fo > 1) y = tg_concat(g, n_fo, flat, 0);
     bool any_grad = false;
-    for (int i = 0; i < src->n; i++) any_grad |= t[i] && tg_op_input_differentiable(op, i, t[i]->dtype);
+    for (int i = 0; i < src->n; i++)
+        any_grad |= t[i] && tg_op_input_differentiable(op, i, t[i]->dtype);
     if (!n_fo || !any_grad) {
         rc = tg_cli_fail("gradcheck", "%s: nothing to check (%s)", op->name,
                          n_fo ? "no float input takes a gradient" : "no float output");

@@ -438,7 +438,8 @@ static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *i
     const tg_tensor *x = in[0];
     int64_t C = x->rank == 0 ? 0 : x->shape[x->rank == 1 ? 0 : 1];
     if (C <= 0) return tg_set_error(TG_ERR_INVALID, "the input has no classes to draw from");
-    for (int64_t k = 0; k < t->numel; k++) ((int64_t *)t->data)[k] = (int64_t)tg_rng_below(rng, (uint64_t)C);
+    int64_t *v = t->data;
+    for (int64_t k = 0; k < t->numel; k++) v[k] = (int64_t)tg_rng_below(rng, (uint64_t)C);
     return TG_OK;
 }
 
@@ -450,16 +451,16 @@ static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *i
 #define UNARY(nm, fn, gen, sum) \
     {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
      nm " --in x.npy --out y.npy"}
-#define BINARY(nm, fn, sum, gen1, extra) \
+#define BINARY(nm, fn, sum, gen1, example, extra) \
     {nm, sum, {{"other", TG_OP_FLOAT, "null", true} extra}, false, \
      {IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
-     nm " --in a.npy --in b.npy --out y.npy --grad-output dy.npy --grad da.npy --grad db.npy"}
+     nm " " example}
 #define ALPHA , {"alpha", TG_OP_FLOAT, "1", false}
 
 static const tg_op_def table[] = {
     {"einsum", "torch.einsum(equation, *operands)", {{"equation", TG_OP_STRING, NULL, false}},
      false, {IN("operands")}, 1, true, 1, b_einsum, NULL,
-     "einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out scores.npy"},
+     "einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out s.npy"},
     {"softmax", "torch.softmax(input, dim)", {DIM_REQ}, false, {IN("input")}, 1, false, 1,
      b_softmax, NULL, "softmax dim=-1 --in x.npy --out y.npy --grad-output dy.npy --grad dx.npy"},
     {"log_softmax", "torch.log_softmax(input, dim)", {DIM_REQ}, false, {IN("input")}, 1, false,
@@ -474,14 +475,14 @@ static const tg_op_def table[] = {
      "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy"},
     {"gather", "torch.gather(input, dim, index)", {DIM_REQ}, false,
      {IN("input"), {"index", TG_OP_IN_INDEX, 0}}, 2, false, 1, b_gather, gen_along_dim,
-     "gather dim=1 --in x.npy --in index.npy --out y.npy"},
+     "gather dim=1 --in x.npy --in i.npy --out y.npy"},
     {"scatter", "torch.scatter(input, dim, index, src) or (input, dim, index, value=)",
      {DIM_REQ, {"value", TG_OP_FLOAT, "null", true}}, false,
      {IN("input"), {"index", TG_OP_IN_INDEX, 0}, IN("src")}, 2, false, 1, b_scatter,
-     gen_along_dim, "scatter dim=0 --in x.npy --in index.npy --in src.npy --out y.npy"},
+     gen_along_dim, "scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy"},
     {"scatter_add", "torch.scatter_add(input, dim, index, src)", {DIM_REQ}, false,
      {IN("input"), {"index", TG_OP_IN_INDEX, 0}, IN("src")}, 3, false, 1, b_scatter_add,
-     gen_along_dim, "scatter_add dim=0 --in x.npy --in index.npy --in src.npy --out y.npy"},
+     gen_along_dim, "scatter_add dim=0 --in x.npy --in i.npy --in src.npy --out y.npy"},
     {"rearrange", "einops.rearrange(tensor, pattern, **axes_lengths)",
      {{"pattern", TG_OP_STRING, NULL, false}}, true, {ANY("tensor")}, 1, false, 1,
      b_rearrange, NULL,
@@ -495,11 +496,11 @@ static const tg_op_def table[] = {
      "reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out y.npy"},
     {"linear", "F.linear(input, weight, bias=None)", {{0}}, false,
      {IN("input"), IN("weight"), IN("bias")}, 2, false, 1, b_linear, NULL,
-     "linear --in x.npy --in weight.npy --in bias.npy --out y.npy"},
+     "linear --in x.npy --in w.npy --in b.npy --out y.npy"},
     {"layer_norm", "F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)",
      {{"normalized_shape", TG_OP_INT_LIST, NULL, false}, {"eps", TG_OP_FLOAT, "1e-5", false}},
      false, {IN("input"), IN("weight"), IN("bias")}, 1, false, 1, b_layer_norm, NULL,
-     "layer_norm normalized_shape=[8] --in x.npy --in weight.npy --in bias.npy --out y.npy"},
+     "layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy --out y.npy"},
     {"gelu", "F.gelu(input, approximate='none')",
      {{"approximate", TG_OP_STRING, "none", false}}, false, {IN("input")}, 1, false, 1, b_gelu,
      NULL, "gelu approximate=tanh --in x.npy --out y.npy"},
@@ -511,27 +512,27 @@ static const tg_op_def table[] = {
     {"masked_fill", "Tensor.masked_fill(mask, value); value= or a 0-d value tensor",
      {{"value", TG_OP_FLOAT, "null", true}}, false,
      {IN("input"), {"mask", TG_OP_IN_MASK, 0}, IN("value")}, 2, false, 1, b_masked_fill, NULL,
-     "masked_fill value=-inf --in scores.npy --in mask.npy --out y.npy"},
+     "masked_fill value=-inf --in x.npy --in mask.npy --out y.npy"},
     {"causal_mask", "TriangularCausalMask(B, L): bool [B, 1, L, L], true where s > l (tgraph)",
      {{"B", TG_OP_INT, NULL, false}, {"L", TG_OP_INT, NULL, false}}, false, {{0}}, 0, false, 1,
      b_causal_mask, NULL, "causal_mask B=2 L=4 --out mask.npy"},
     {"mse_loss", "F.mse_loss(input, target, reduction='mean')",
      {{"reduction", TG_OP_STRING, "mean", false}}, false, {IN("input"), IN("target")}, 2, false,
      1, b_mse_loss, NULL,
-     "mse_loss --in y.npy --in t.npy --out loss.npy --grad-output one.npy --grad dy.npy --grad dt.npy"},
+     "mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy"},
     {"cross_entropy",
-     "F.cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean', "
-     "label_smoothing=0.0)",
+     "F.cross_entropy(input, target, weight=None, ...) on logits",
      {{"ignore_index", TG_OP_INT, "-100", false}, {"reduction", TG_OP_STRING, "mean", false},
       {"label_smoothing", TG_OP_FLOAT, "0.0", false}}, false,
      {IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2, false, 1,
-     b_cross_entropy, gen_class, "cross_entropy label_smoothing=0.1 --in logits.npy --in target.npy --out loss.npy"},
+     b_cross_entropy, gen_class,
+     "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy"},
     {"cat", "torch.cat(tensors, dim=0) (also: concat)", {{"dim", TG_OP_INT, "0", false}}, false,
      {ANY("tensors")}, 1, true, 1, b_cat, NULL, "cat dim=-1 --in a.npy --in b.npy --out y.npy"},
     {"split", "torch.split(tensor, split_size_or_sections, dim=0) -> one --out per piece",
      {{"split_size_or_sections", TG_OP_INT_LIST, NULL, false}, {"dim", TG_OP_INT, "0", false}},
      false, {ANY("tensor")}, 1, false, -1, b_split, NULL,
-     "split split_size_or_sections=[2,4,1] dim=-1 --in x.npy --out a.npy --out b.npy --out c.npy"},
+     "split split_size_or_sections=[2,5] dim=-1 --in x.npy --out a.npy --out b.npy"},
     {"narrow", "torch.narrow(input, dim, start, length)",
      {DIM_REQ, {"start", TG_OP_INT, NULL, false}, {"length", TG_OP_INT, NULL, false}}, false,
      {ANY("input")}, 1, false, 1, b_narrow, NULL,
@@ -539,10 +540,11 @@ static const tg_op_def table[] = {
     {"slice", "input[..., start:end:step] along dim (aten::slice)",
      {{"dim", TG_OP_INT, "0", false}, {"start", TG_OP_INT, "null", true},
       {"end", TG_OP_INT, "null", true}, {"step", TG_OP_INT, "1", false}}, false,
-     {ANY("input")}, 1, false, 1, b_slice, NULL, "slice dim=1 start=1 end=8 step=3 --in x.npy --out y.npy"},
+     {ANY("input")}, 1, false, 1, b_slice, NULL,
+     "slice dim=1 start=1 end=8 step=3 --in x.npy --out y.npy"},
     {"index_select", "torch.index_select(input, dim, index)", {DIM_REQ}, false,
      {ANY("input"), {"index", TG_OP_IN_INDEX, 0}}, 2, false, 1, b_index_select, gen_along_dim,
-     "index_select dim=0 --in x.npy --in index.npy --out y.npy"},
+     "index_select dim=0 --in x.npy --in i.npy --out y.npy"},
     UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)"),
     UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)"),
     UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)"),
@@ -551,13 +553,13 @@ static const tg_op_def table[] = {
     {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false}}, false,
      {IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy"},
     BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, ALPHA),
+           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", ALPHA),
     BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, ALPHA),
+           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", ALPHA),
     BINARY("mul", b_mul, "torch.mul(input, other); other a tensor or a number",
-           TG_OP_GEN_NORMAL, ),
+           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", ),
     BINARY("div", b_div, "torch.div(input, other); other a tensor or a number",
-           TG_OP_GEN_NONZERO, ),
+           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", ),
     {"sum", "torch.sum(input, dim=None, keepdim=False)",
      {{"dim", TG_OP_INT_LIST, "null", true}, {"keepdim", TG_OP_BOOL, "false", false}}, false,
      {IN("input")}, 1, false, 1, b_sum, NULL, "sum dim=[0,2] --in x.npy --out y.npy"},
@@ -775,7 +777,8 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
     if (!in) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", op->name, i + 1);
     if (!t) {
         if (i < op->n_required)
-            return tg_set_error(TG_ERR_INVALID, "%s is required (null is only for optional inputs)", in->name);
+            return tg_set_error(TG_ERR_INVALID, "%s is required (null is only for optional "
+                                "inputs)", in->name);
         return TG_OK;
     }
     const char *dt = tg_dtype_name(t->dtype);
@@ -783,7 +786,8 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
     case TG_OP_IN_FLOAT:
     case TG_OP_IN_CONST:
         if (!tg_dtype_is_float(t->dtype))
-            return tg_set_error(TG_ERR_DTYPE, "%s must be a float array (<f4 or <f8), got %s", in->name, dt);
+            return tg_set_error(TG_ERR_DTYPE, "%s must be a float array (<f4 or <f8), got %s",
+                                in->name, dt);
         return TG_OK;
     case TG_OP_IN_INDEX:
         if (t->dtype != TG_I64)
@@ -791,7 +795,8 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
         return TG_OK;
     case TG_OP_IN_MASK:
         if (t->dtype != TG_BOOL)
-            return tg_set_error(TG_ERR_DTYPE, "%s only supports boolean masks, but got mask with dtype %s",
+            return tg_set_error(TG_ERR_DTYPE, "%s only supports boolean masks, but got mask with "
+                                "dtype %s",
                                 op->name, dt);
         return TG_OK;
     case TG_OP_IN_TARGET:
