@@ -12,8 +12,10 @@
  *     tg_op_build(g, &call, in, n_in, out, TG_OP_MAX_OUTPUTS, &n_out);
  *     tg_op_call_free(&call);
  *
- * It is not a general dispatcher: attributes PyTorch has but tgraph does not
- * implement (scatter's reduce=, div's rounding_mode=) are unknown attributes.
+ * The table and the per-op glue are in op_table.c, the functions below in
+ * op_call.c. It is not a general dispatcher: attributes PyTorch has but
+ * tgraph does not implement (scatter's reduce=, div's rounding_mode=) are
+ * unknown attributes.
  */
 #ifndef TG_OP_TABLE_H
 #define TG_OP_TABLE_H
