@@ -691,6 +691,65 @@ ParameterizedTest(int *i, cli_op, bad_input)
     remove_dir(dir, (const char *[]){"idx32.npy", "idx_big.npy", "garbage.npy", "o.npy"}, 4);
 }
 
+/* ---- odd but legal-looking input: a result or one error line, never a crash ---- */
+
+#define S0 "$F/select/topk_0d/in0.npy"        /* float 0-d */
+#define E0 "$F/io/npy_v1_f32_0x4.npy"         /* float [0, 4] */
+#define I2 "$F/select/gather_dim1/in1.npy"    /* int64 [3, 2] */
+
+static const char *const odd[] = {
+    "op|reshape|shape=[]|--in|" S0 "|" OUT,
+    "op|permute|dims=[]|--in|" S0 "|" OUT,
+    "op|split|split_size_or_sections=[]|--in|" X "|" OUT,
+    "op|split|split_size_or_sections=0|--in|" E0 "|" OUT,
+    "op|split|split_size_or_sections=5|--in|" S0 "|" OUT,
+    "op|topk|k=1|--in|" S0 "|" OUT "|--out|$T/i.npy|--grad-output|" S0 "|--grad|$T/g.npy",
+    "op|softmax|dim=0|--in|" E0 "|" OUT "|--grad-output|" E0 "|--grad|$T/g.npy",
+    "op|mean|--in|" E0 "|" OUT,
+    "op|cat|--in|" E0 "|--in|" E0 "|" OUT "|--grad-output|" E0 "|--grad|$T/g.npy|--grad|$T/g1.npy",
+    "op|gather|dim=0|--in|" E0 "|--in|" I2 "|" OUT,
+    "op|einsum|equation=...,...->...|--in|" S0 "|--in|" E0 "|" OUT,
+    "op|repeat|pattern=a b -> a b r|r=0|--in|" X "|" OUT,
+    "op|reshape|shape=[99999999999,99999999999]|--in|" X "|" OUT,
+    "op|narrow|dim=0|start=-9223372036854775808|length=9223372036854775807|--in|" X "|" OUT,
+    "op|slice|start=-9223372036854775808|end=9223372036854775807|step=9223372036854775807|--in|"
+    X "|" OUT,
+    "op|topk|k=-9223372036854775808|--in|" X "|" OUT "|--out|$T/i.npy",
+    "op|causal_mask|B=99999999|L=99999999|" OUT,
+    "op|transpose|dim0=-2147483649|dim1=0|--in|" X "|" OUT,
+    "op|permute|dims=[99999999999,0]|--in|" X "|" OUT,
+    "op|sum|dim=[99999999999]|--in|" X "|" OUT,
+    "op|cross_entropy|--in|" S0 "|--in|" I2 "|" OUT,
+    "op|linear|--in|" S0 "|--in|" S0 "|" OUT,
+    "op|layer_norm|normalized_shape=[]|--in|" X "|" OUT,
+    "op|scatter|dim=0|value=inf|--in|" X "|--in|" I2 "|" OUT,
+    "gradcheck|einsum|equation=abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "gradcheck|einsum|equation=,,,,,,,,,,,,,,,,,,,,",
+    "gradcheck|cross_entropy|--shape||--shape|",
+    "gradcheck|exp|--shape|99999999999,99999999999",
+    "gradcheck|index_select|dim=0|--in|" X "|--shape|3,3",
+};
+#define N_ODD (int)(sizeof odd / sizeof *odd)
+
+ParameterizedTestParameters(cli_op, odd_input)
+{
+    static int idx[N_ODD];
+    for (int i = 0; i < N_ODD; i++) idx[i] = i;
+    return cr_make_param_array(int, idx, N_ODD);
+}
+
+ParameterizedTest(int *i, cli_op, odd_input)
+{
+    char dir[256];
+    run_result *r = malloc(sizeof *r);
+    temp_dir(dir, sizeof dir);
+    run_spec(odd[*i], dir, r);
+    cr_assert(r->status == 0 || (r->status == 2 && r->err_lines == 1),
+              "%s: exit %d, %d stderr lines:\n%s", odd[*i], r->status, r->err_lines, r->err);
+    free(r);
+    remove_dir(dir, (const char *[]){"o.npy", "i.npy", "g.npy", "g1.npy"}, 4);
+}
+
 /* ---- help: every op, each with its attributes and an example ---- */
 
 /* The op names listed by the unknown-op message (the table itself). */

@@ -368,7 +368,11 @@ GLUE(b_permute)
         return TG_ERR_INVALID;
     }
     for (int i = 0; i < n; i++) {
-        if (dims[i] < INT_MIN || dims[i] > INT_MAX) dims[i] = INT_MAX;   /* out of range anyway */
+        if (dims[i] < INT_MIN || dims[i] > INT_MAX) {
+            tg_graph_fail(g, "permute: Dimension out of range (dims[%d]=%lld)", i,
+                          (long long)dims[i]);
+            return TG_ERR_INVALID;
+        }
         perm[i] = (int)dims[i];
     }
     return ONE(tg_permute(g, in[0], perm));
