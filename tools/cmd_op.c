@@ -29,15 +29,15 @@ static int add_file(tg_args *a, file_list *l, int max)
     return 0;
 }
 
-/* The message of a failed input load, with a hint for int32 indices. */
-static int load_fail(const tg_op_def *op, int i, const char *path)
+/* The message of a failed input load (the loader's names the file), with a
+ * hint for int32 indices. */
+static int load_fail(const tg_op_def *op, int i)
 {
     const tg_op_input *spec = tg_op_input_at(op, i);
     const char *msg = tg_last_error();
     bool int_kind = spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET;
     bool narrow_int = strstr(msg, "'<i4'") || strstr(msg, "'<i2'") || strstr(msg, "'|i1'") ||
                       strstr(msg, "'<u") || strstr(msg, "'|u1'");
-    (void)path;   /* the loader's message names the file */
     return tg_cli_fail("op", "%s: --in #%d (%s): %s%s", op->name, i + 1, spec->name, msg,
                        int_kind && narrow_int ? "; index tensors must be int64 ('<i8'; PyTorch: "
                                                 "Expected dtype int64 for index)" : "");
@@ -52,7 +52,7 @@ static int load_inputs(const tg_op_def *op, const file_list *files, tg_tensor **
         if (!strcmp(files->path[i], "null") || !strcmp(files->path[i], "None")) {
             t[i] = NULL;
         } else if (tg_npy_load(files->path[i], &t[i])) {
-            return load_fail(op, i, files->path[i]);
+            return load_fail(op, i);
         }
         if (tg_op_check_input(op, i, t[i]))
             return tg_cli_fail("op", "%s: --in #%d (%s) %s: %s", op->name, i + 1, spec->name,
