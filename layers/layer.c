@@ -12,6 +12,9 @@
 static const tg_layer_class *const classes[] = {
     &tg_full_attention_class,
     &tg_attention_layer_class,
+    &tg_axial_attention_class,
+    &tg_assa_topk_class,
+    &tg_assa_paper_class,
 };
 
 #define N_CLASSES (int)(sizeof classes / sizeof *classes)

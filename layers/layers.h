@@ -7,5 +7,7 @@
 #include "layer.h"
 #include "modules.h"
 #include "attention.h"
+#include "axial.h"
+#include "assa.h"
 
 #endif
