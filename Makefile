@@ -114,7 +114,7 @@ $(TESTS): $(TEST_OBJ) $(LIB_A)
 
 test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
-	sh tests/api_check.sh $(BUILD)
+	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
 	$(TOOL) demo
@@ -131,8 +131,11 @@ diagrams: $(TOOL)
 	done; echo "diagrams in $(BUILD)/diagrams/"
 
 # ---- sanitizers ----
+# allocator_may_return_null: a huge request (a user asking for 2^50 elements)
+# must come back as NULL -> TG_ERR_NOMEM, as it does without ASan.
+asan: export ASAN_OPTIONS = allocator_may_return_null=1:detect_leaks=1
 asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 \
+	$(MAKE) BUILD=build-asan OPT=-O1 API_CHECK_FLAGS="-fsanitize=address,undefined" \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test
 
