@@ -7,5 +7,8 @@
 #include "layer.h"
 #include "modules.h"
 #include "attention.h"
+#include "tsa.h"
+#include "seg_merging.h"
+#include "crossformer.h"
 
 #endif
