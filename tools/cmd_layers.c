@@ -14,9 +14,15 @@ static int run(int argc, char **argv)
     tg_args a;
     tg_args_init(&a, "layers", argc, argv);
     const char *only = NULL, *arg;
+    bool names = false;
     while ((arg = tg_args_next(&a))) {
-        if (arg[0] == '-' || only) return tg_cli_unknown(&a, arg);
-        only = arg;
+        if (!strcmp(arg, "--names")) names = true;
+        else if (arg[0] == '-' || only) return tg_cli_unknown(&a, arg);
+        else only = arg;
+    }
+    if (names) {
+        for (int i = 0; i < tg_layer_class_count(); i++) puts(tg_layer_class_at(i)->name);
+        return 0;
     }
     if (only && !tg_layer_class_find(only))
         return tg_cli_fail("layers", "unknown layer '%s' (run tgraph layers for the list)", only);
@@ -47,10 +53,11 @@ static int run(int argc, char **argv)
 const tg_cli_cmd tg_cmd_layers = {
     .name = "layers",
     .summary = "list the layers with their config keys, defaults and inputs",
-    .help = "usage: tgraph layers [LAYER]\n\n"
+    .help = "usage: tgraph layers [LAYER] | tgraph layers --names\n\n"
             "Lists every layer (or one) with its config keys (for --set KEY=VALUE in run,\n"
             "gradcheck, dot and bench), their defaults (PyTorch's, as in\n"
-            "shared/oracle/make_case.py --list) and the inputs with their shapes.\n\n"
+            "shared/oracle/make_case.py --list) and the inputs with their shapes.\n"
+            "--names prints only the layer names, one per line.\n\n"
             "examples:\n  tgraph layers\n  tgraph layers tsa\n",
     .run = run,
 };
