@@ -9,5 +9,8 @@
 #include "attention.h"
 #include "axial.h"
 #include "assa.h"
+#include "tsa.h"
+#include "seg_merging.h"
+#include "crossformer.h"
 
 #endif
