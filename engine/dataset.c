@@ -172,7 +172,7 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
             int64_t ncap = cap_rows ? cap_rows * 2 : 1024;
             size_t bytes;
             double *nd = NULL;
-            if (!tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
+            if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
                 nd = tg__realloc(d->data, bytes);
             if (!nd) {
                 st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", what,
