@@ -5,8 +5,13 @@
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
+#include "activation.h"
+#include "concat.h"
+#include "crossentropy.h"
+#include "dropout.h"
 #include "elementwise.h"
 #include "gemm.h"
+#include "layernorm.h"
 #include "linear.h"
 #include "loss.h"
 #include "reduce.h"
