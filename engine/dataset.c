@@ -335,7 +335,7 @@ oom:
 
 /* ---- splits ---- */
 
-tg_status tg_split_parse(const char *s, tg_split *out)
+tg_status tg_split_parse(const char *s, tg_split_spec *out)
 {
     memset(out, 0, sizeof *out);
     if (!s) return tg_set_error(TG_ERR_INVALID, "split: NULL");
@@ -371,14 +371,14 @@ bad:
                         "8640,2880,2880) or three ratios (e.g. 0.7,0.1,0.2)", s);
 }
 
-void tg_split_format(const tg_split *s, char *buf, size_t len)
+void tg_split_format(const tg_split_spec *s, char *buf, size_t len)
 {
     if (s->ratios) tg__fmt(buf, len, "%g,%g,%g", s->r[0], s->r[1], s->r[2]);
     else tg__fmt(buf, len, "%lld,%lld,%lld", (long long)s->n[0], (long long)s->n[1],
                  (long long)s->n[2]);
 }
 
-tg_status tg_split_resolve(const tg_split *s, int64_t rows, int64_t seq_len, int64_t pred_len,
+tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len, int64_t pred_len,
                            tg_split_rows *out)
 {
     memset(out, 0, sizeof *out);

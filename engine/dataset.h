@@ -7,7 +7,7 @@
  * Time-Series-Library) defines it:
  *
  *     tg_dataset *d;   tg_dataset_load_csv("ETTh1.csv", &d);      // rows x cols, double
- *     tg_split sp;     tg_split_parse("8640,2880,2880", &sp);
+ *     tg_split_spec sp;     tg_split_parse("8640,2880,2880", &sp);
  *     tg_split_rows r; tg_split_resolve(&sp, d->rows, seq_len, pred_len, &r);
  *     tg_scaler *sc = tg_scaler_fit(d, r.train_begin, r.train_end);   // train rows only
  *     float *z = ...;  tg_scaler_transform(sc, d, z);                 // the scaled series
@@ -74,17 +74,17 @@ void tg_dataset_free(tg_dataset *d);
  * next B validate, the next C test; rows after them are unused) or ratios
  * (0.7,0.1,0.2: train = floor(rows*a), test = floor(rows*c), val = the rest,
  * as Time-Series-Library's Dataset_Custom does; the ratios must sum to <= 1). */
-typedef struct tg_split {
+typedef struct tg_split_spec {
     bool    ratios;
     int64_t n[3];      /* counts */
     double  r[3];      /* ratios */
-} tg_split;
+} tg_split_spec;
 
 /* Parse "A,B,C": three non-negative integers, or three numbers in [0, 1]
  * containing a '.' (ratios). Errors name the text. */
-tg_status tg_split_parse(const char *s, tg_split *out);
+tg_status tg_split_parse(const char *s, tg_split_spec *out);
 /* Write the split back as text ("8640,2880,2880" or "0.7,0.1,0.2"). */
-void      tg_split_format(const tg_split *s, char *buf, size_t len);
+void      tg_split_format(const tg_split_spec *s, char *buf, size_t len);
 
 /* Row ranges [begin, end) of the three segments, with val and test starting
  * seq_len rows before their first target, and their window counts. */
@@ -98,7 +98,7 @@ typedef struct tg_split_rows {
  * for a single window ("the test split has 50 rows; one window needs
  * seq_len + pred_len = 120 rows (seq_len 96, pred_len 24)"); seq_len or
  * pred_len < 1. */
-tg_status tg_split_resolve(const tg_split *s, int64_t rows, int64_t seq_len, int64_t pred_len,
+tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len, int64_t pred_len,
                            tg_split_rows *out);
 
 /* ---- StandardScaler (sklearn): z = (x - mean) / std, std the population

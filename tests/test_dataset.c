@@ -109,7 +109,7 @@ Test(dataset, csv_missing_file)
 
 Test(dataset, split_parse)
 {
-    tg_split s;
+    tg_split_spec s;
     char buf[64];
     cr_assert_eq(tg_split_parse("8640,2880,2880", &s), TG_OK);
     cr_assert(!s.ratios);
@@ -134,7 +134,7 @@ Test(dataset, split_parse)
 Test(dataset, split_ett_protocol)
 {
     /* Informer / Crossformer Dataset_ETT_hour, seq_len 168, pred_len 24 */
-    tg_split s;
+    tg_split_spec s;
     tg_split_rows r;
     tg_split_parse("8640,2880,2880", &s);
     cr_assert_eq(tg_split_resolve(&s, 17420, 168, 24, &r), TG_OK, "%s", tg_last_error());
@@ -152,7 +152,7 @@ Test(dataset, split_ett_protocol)
 
 Test(dataset, split_ratios_like_dataset_custom)
 {
-    tg_split s;
+    tg_split_spec s;
     tg_split_rows r;
     tg_split_parse("0.7,0.1,0.2", &s);
     cr_assert_eq(tg_split_resolve(&s, 1001, 10, 5, &r), TG_OK, "%s", tg_last_error());
@@ -165,7 +165,7 @@ Test(dataset, split_ratios_like_dataset_custom)
 
 Test(dataset, split_too_few_rows_for_one_window)
 {
-    tg_split s;
+    tg_split_spec s;
     tg_split_rows r;
     tg_split_parse("100,100,50", &s);
     cr_assert_eq(tg_split_resolve(&s, 250, 96, 24, &r), TG_ERR_INVALID);
