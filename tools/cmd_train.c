@@ -287,10 +287,13 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
         tg_windows_fill(&td->train, order + k * B, B, (tg_tensor *)tg_node_value(m->x),
                         (tg_tensor *)tg_node_value(m->y));
         tg_params_zero_grad(m->ps);
-        if (tg_graph_forward(m->gt) || tg_graph_backward(m->gt, m->loss, NULL)) {
+        tg_status st = tg_graph_forward(m->gt);
+        if (!st) st = tg_graph_backward(m->gt, m->loss, NULL);
+        if (st) {
             if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s\n",
-                    (long long)epoch + 1, (long long)k + 1, tg_last_error());
+            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s%s\n",
+                    (long long)epoch + 1, (long long)k + 1,
+                    st == TG_ERR_NUMERIC ? "non-finite value: " : "", tg_last_error());
             return 1;
         }
         const char *bad = bad_grad(m->ps);
