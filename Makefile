@@ -74,7 +74,7 @@ test: check-criterion $(TESTS) $(TOOL)
 	$(TESTS) --jobs 2 $(TEST_ARGS)
 
 run: $(TOOL)
-	$(TOOL) demo
+	$(TOOL) train
 
 # ---- sanitizers ----
 asan:
