@@ -118,13 +118,8 @@ static int run(int argc, char **argv)
             goto done;
         }
     }
-    double mean[64 * 64], rl, tm;
-    if (td.d->cols > (int64_t)(sizeof mean / sizeof *mean)) {
-        tg_cli_fail(CMD, "too many columns");
-        goto done;
-    }
-    tg_tl_train_mean(&td, mean);
-    tg_tl_baselines(&td.test, mean, &rl, &tm);
+    double rl, tm;
+    if (tg_tl_baselines(CMD, &td, &rl, &tm)) goto done;
     char sp[64];
     tg_split_format(&split, sp, sizeof sp);
     printf("%s (epoch %lld of its run) on %s, split %s: %lld test windows\n", model,

@@ -244,18 +244,20 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
 /* ---- one epoch ---- */
 
 static void progress(const settings *s, int64_t epoch, int64_t k, int64_t steps, double loss,
-                     double t0)
+                     double t0, double *last_draw)
 {
-    if (!s->progress) return;
-    double el = tg_tl_now() - t0, rate = el > 0 ? (double)k / el : 0;
-    double eta = rate > 0 ? (double)(steps - k) / rate : 0;
+    double now = tg_tl_now();
+    if (!s->progress || (k < steps && now - *last_draw < 0.1)) return;
+    *last_draw = now;
+    double el = now - t0, rate = el > 0 ? (double)k / el : 0;
+    long eta = rate > 0 ? lround((double)(steps - k) / rate) : 0;
     int width = 24, fill = steps ? (int)(width * k / steps) : width;
     char bar[32];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
-    fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld loss %.4f  %.1f steps/s  ETA %.0fs   ",
+    fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.2f steps/s  ETA %ld:%02ld   ",
             (long long)epoch + 1, (long long)s->epochs, bar, (long long)k, (long long)steps, loss,
-            rate, eta);
+            rate, eta / 60, eta % 60);
     fflush(stderr);
 }
 
@@ -278,7 +280,7 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
 {
     const int64_t B = m->B, epoch = ck->epoch;
     const int64_t total = steps * s->epochs, warmup = s->lradj == TG_LR_COSINE ? steps : 0;
-    double sum = 0, t0 = tg_tl_now();
+    double sum = 0, t0 = tg_tl_now(), last_draw = 0;
     for (int64_t i = 0; i < td->train.count; i++) order[i] = i;
     tg_shuffle_i64(order, td->train.count, &ck->data_rng);
     *tg_graph_rng(m->gt) = ck->dropout_rng;
@@ -308,8 +310,7 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
         tg_optim_step(opt);
         ck->step++;
         sum += tg_tensor_get(tg_node_value(m->loss), 0);
-        if (s->progress && (k % 4 == 3 || k + 1 == steps))
-            progress(s, epoch, k + 1, steps, sum / (double)(k + 1), t0);
+        progress(s, epoch, k + 1, steps, sum / (double)(k + 1), t0, &last_draw);
     }
     ck->dropout_rng = *tg_graph_rng(m->gt);
     if (s->progress) fprintf(stderr, "\r%*s\r", 100, "");
@@ -611,13 +612,8 @@ static int run(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    double mean[TG_MAX_THREADS * 64], rl, tm;
-    if (td.d->cols > (int64_t)(sizeof mean / sizeof *mean)) {
-        tg_cli_fail(CMD, "too many columns");
-        goto done;
-    }
-    tg_tl_train_mean(&td, mean);
-    tg_tl_baselines(&td.test, mean, &rl, &tm);
+    double rl, tm;
+    if (tg_tl_baselines(CMD, &td, &rl, &tm)) goto done;
     printf("trained %.1fs; %lld test windows\n", t_before + (tg_tl_now() - t_start),
            (long long)td.test.count);
     tg_tl_print_result(stdout, &test, rl, tm);

@@ -272,33 +272,31 @@ int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_m
     return 0;
 }
 
-void tg_tl_train_mean(const tg_tl_data *td, double *mean)
+int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_mse,
+                    double *train_mean_mse)
 {
-    int64_t C = td->d->cols, b = td->rows.train_begin, e = td->rows.train_end;
+    const tg_windows *w = &td->test;
+    const int64_t C = w->cols, b = td->rows.train_begin, e = td->rows.train_end;
+    double *mean = calloc((size_t)C, sizeof *mean), s_last = 0, s_mean = 0;
+    if (!mean) return tg_cli_fail(cmd, "out of memory");
     for (int64_t c = 0; c < C; c++) {
-        double s = 0;
-        for (int64_t r = b; r < e; r++) s += td->z[r * C + c];
-        mean[c] = s / (double)(e - b);
+        for (int64_t r = b; r < e; r++) mean[c] += td->z[r * C + c];
+        mean[c] /= (double)(e - b);
     }
-}
-
-void tg_tl_baselines(const tg_windows *w, const double *mean, double *repeat_last_mse,
-                     double *train_mean_mse)
-{
-    double s_last = 0, s_mean = 0;
-    const int64_t C = w->cols;
     for (int64_t i = 0; i < w->count; i++) {
         const float *last = w->z + (w->begin + i + w->seq_len - 1) * C;
-        const float *t = last + C;
+        const float *t = last + C;   /* [pred_len, C] targets */
         for (int64_t k = 0; k < w->pred_len * C; k++) {
-            double a = (double)t[k] - last[k % C], b = (double)t[k] - mean[k % C];
+            double a = (double)t[k] - last[k % C], d = (double)t[k] - mean[k % C];
             s_last += a * a;
-            s_mean += b * b;
+            s_mean += d * d;
         }
     }
     double cnt = (double)w->count * (double)(w->pred_len * C);
     *repeat_last_mse = s_last / cnt;
     *train_mean_mse = s_mean / cnt;
+    free(mean);
+    return 0;
 }
 
 void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean)

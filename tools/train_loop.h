@@ -81,12 +81,11 @@ typedef struct tg_tl_metrics {
 int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
                    float *pred);
 
-/* The baselines over the windows of w: repeat the last input step, and
- * predict the training mean (`mean`, per column, in scaled units). */
-void tg_tl_baselines(const tg_windows *w, const double *mean, double *repeat_last_mse,
-                     double *train_mean_mse);
-/* Per-column mean of the scaled training rows (about 0 by construction). */
-void tg_tl_train_mean(const tg_tl_data *td, double *mean);
+/* The baselines over the test windows: repeat the last input step, and
+ * predict the training mean (per column: the mean of the scaled training
+ * rows, about 0 by construction). 0, or 2 after printing (OOM). */
+int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_mse,
+                    double *train_mean_mse);
 
 /* The one line scripts parse. */
 void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean);
