@@ -318,6 +318,28 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
     return 0;
 }
 
+/* The built-in job's --set defaults under the user's: cfg is replaced by
+ * a config holding both. */
+static int merge_defaults(const model_defaults *def, tg_config **cfg)
+{
+    tg_config *merged = tg_config_new();
+    if (!merged) return tg_cli_fail(CMD, "out of memory");
+    for (int i = 0; def->sets[i]; i++) tg_config_set(merged, def->sets[i]);
+    for (int i = 0; i < tg_config_count(*cfg); i++) {
+        char item[1024], val[512];
+        const char *k = tg_config_key(*cfg, i);
+        tg_value_format(tg_config_get(*cfg, k), val, sizeof val);
+        snprintf(item, sizeof item, "%s=%s", k, val);
+        if (tg_config_set(merged, item)) {
+            tg_config_free(merged);
+            return tg_cli_fail(CMD, "--set %s: %s", item, tg_last_error());
+        }
+    }
+    tg_config_free(*cfg);
+    *cfg = merged;
+    return 0;
+}
+
 /* ---- the command ---- */
 
 static int run(int argc, char **argv)
@@ -419,38 +441,22 @@ static int run(int argc, char **argv)
             s.out = resume_dir;
         }
     } else {
+        /* the built-in job has its own defaults (the first registered model of
+         * defaults_table, a small config); with --data, the model's registry
+         * defaults and Crossformer's main.py (lr 1e-4, 20 epochs) apply */
         const model_defaults *def = NULL;
-        if (!s.model)
-            for (size_t i = 0; i < sizeof defaults_table / sizeof *defaults_table && !def; i++)
-                if (tg_layer_class_find(defaults_table[i].model)) def = &defaults_table[i];
-        if (s.model)
-            for (size_t i = 0; i < sizeof defaults_table / sizeof *defaults_table; i++)
-                if (!strcmp(defaults_table[i].model, s.model)) def = &defaults_table[i];
+        bool builtin = !strcmp(s.data, TG_BUILTIN_DATA);
+        for (size_t i = 0; i < sizeof defaults_table / sizeof *defaults_table && !def; i++)
+            if (s.model ? !strcmp(defaults_table[i].model, s.model)
+                        : tg_layer_class_find(defaults_table[i].model) != NULL)
+                def = &defaults_table[i];
         if (!s.model) s.model = def ? def->model : "linear_forecast";
-        /* the built-in defaults go in first; --set given later replaces them */
-        if (def) {
-            tg_config *merged = tg_config_new();
-            if (!merged) { tg_cli_fail(CMD, "out of memory"); goto done; }
-            for (int i = 0; def->sets[i]; i++) tg_config_set(merged, def->sets[i]);
-            for (int i = 0; i < tg_config_count(cfg); i++) {
-                char item[1024], val[512];
-                const char *k = tg_config_key(cfg, i);
-                tg_value_format(tg_config_get(cfg, k), val, sizeof val);
-                snprintf(item, sizeof item, "%s=%s", k, val);
-                if (tg_config_set(merged, item)) {
-                    tg_cli_fail(CMD, "--set %s: %s", item, tg_last_error());
-                    tg_config_free(merged);
-                    goto done;
-                }
-            }
-            tg_config_free(cfg);
-            cfg = merged;
-        }
-        if (!s.set_epochs) s.epochs = def ? def->epochs : 10;
-        if (!s.set_lr) s.lr = def ? def->lr : 1e-3;
+        if (!builtin) def = NULL;
+        if (def && merge_defaults(def, &cfg)) goto done;
+        if (!s.set_epochs) s.epochs = def ? def->epochs : 20;
+        if (!s.set_lr) s.lr = def ? def->lr : 1e-4;
         if (!s.set_split)
-            tg_split_parse(strcmp(s.data, TG_BUILTIN_DATA) ? "0.7,0.1,0.2" : TG_BUILTIN_SPLIT,
-                           &s.split);
+            tg_split_parse(builtin ? TG_BUILTIN_SPLIT : "0.7,0.1,0.2", &s.split);
     }
     s.progress = isatty(fileno(stderr));
 
@@ -636,50 +642,54 @@ const tg_cli_cmd tg_cmd_train = {
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
         "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
         "                    [--patience N] [--seed N] [--threads N] [--out DIR] [--resume FILE]\n"
-        "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n\n"
-        "Trains a forecasting model from the layer registry (tgraph layers): input x\n"
-        "[batch, seq_len, channels], output [batch, pred_len, channels], MSE loss on\n"
-        "StandardScaler-scaled values (fitted on the training rows). Each epoch it\n"
-        "evaluates the validation MSE, keeps the best weights and stops early after\n"
-        "--patience epochs without improvement; then it tests the best weights and ends\n"
-        "with one line scripts can parse, next to two baselines (repeat the last input\n"
-        "step; predict the training mean):\n"
-        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n\n"
-        "  --data FILE.csv  ETT layout: a header row, an optional date column (skipped),\n"
-        "                   numeric columns. Default: the built-in series (4000 hourly\n"
-        "                   steps, 7 coupled channels with daily and weekly cycles).\n"
-        "  --split A,B,C    rows for train, validation, test (8640,2880,2880 is the ETT\n"
-        "                   protocol), or ratios (default 0.7,0.1,0.2). Validation and test\n"
-        "                   windows start seq_len rows early so their targets follow on.\n"
-        "  --model NAME     default crossformer (linear_forecast where crossformer is not\n"
-        "                   built in). enc_in and B come from the data and --batch-size.\n"
+        "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n"
+        "\n"
+        "Trains a forecaster from the layer registry (x [B, seq_len, channels] ->\n"
+        "[B, pred_len, channels]) with MSE on StandardScaler-scaled values (fitted on\n"
+        "the training rows). Each epoch: validation MSE, best weights kept, early stop\n"
+        "after --patience epochs without improvement. Then the best weights are tested,\n"
+        "ending with one line next to two baselines (repeat the last input step; the\n"
+        "training mean):\n"
+        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n"
+        "\n"
+        "  --data FILE.csv  a header row, an optional date column (skipped), numeric\n"
+        "                   columns (the ETT layout). Default: the built-in series (4000\n"
+        "                   hourly steps, 7 coupled channels, daily and weekly cycles)\n"
+        "  --split A,B,C    train, validation, test rows (8640,2880,2880: the ETT\n"
+        "                   protocol) or ratios (default 0.7,0.1,0.2); validation and test\n"
+        "                   windows start seq_len rows early\n"
+        "  --model NAME     default crossformer (linear_forecast if it is not built in);\n"
+        "                   enc_in and B come from the data and --batch-size\n"
         "  --set KEY=VALUE  a model config key (crossformer: seq_len pred_len seg_len\n"
-        "                   win_size factor d_model d_ff n_heads e_layers dropout)\n"
-        "  --epochs N       default 8 (crossformer), 10 (linear_forecast)\n"
-        "  --batch-size N   default 32; the last partial training batch is dropped, every\n"
-        "                   validation and test window counts once\n"
-        "  --lr F           Adam's learning rate; default 1e-3 (crossformer), 1e-2\n"
-        "                   (linear_forecast)\n"
-        "  --lradj S        type1 (default: halve every epoch), constant, or cosine (one\n"
-        "                   epoch of linear warmup, then cosine decay to 0)\n"
-        "  --patience N     default 3; 0 turns early stopping off\n"
-        "  --seed N         default 0: initialisation, batch order and dropout; the same\n"
-        "                   seed and thread count give bit-identical runs\n"
+        "                   win_size factor d_model d_ff n_heads e_layers dropout). On the\n"
+        "                   built-in data the defaults are a small config (crossformer:\n"
+        "                   seq_len 96, pred_len 24, d_model 32, n_heads 2, d_ff 64,\n"
+        "                   e_layers 2, factor 3, dropout 0.1), else the model's own\n"
+        "  --epochs N       default 20; built-in data: 8 (crossformer), 10 (linear)\n"
+        "  --batch-size N   default 32 (a last partial training batch is dropped; every\n"
+        "                   validation and test window counts once)\n"
+        "  --lr F           Adam's lr, default 1e-4; built-in: 1e-3, 1e-2 (linear)\n"
+        "  --lradj S        type1 (default; halve each epoch), constant, or cosine (one\n"
+        "                   epoch of warmup, then cosine decay to 0)\n"
+        "  --patience N     default 3; 0: no early stopping\n"
+        "  --seed N         default 0 (init, batch order, dropout): the same seed and\n"
+        "                   --threads give bit-identical runs\n"
         "  --threads N      default: every core\n"
-        "  --out DIR        default runs/train (or the --resume file's directory); created\n"
-        "                   if missing. It receives checkpoint.safetensors (the latest\n"
-        "                   epoch), best.safetensors, metrics.csv (epoch, step, train_loss,\n"
-        "                   val_mse, lr, seconds), loss.svg, model.dot (and model.svg when\n"
+        "  --out DIR        default runs/train (on --resume: the file's directory),\n"
+        "                   created if missing: checkpoint.safetensors (last epoch),\n"
+        "                   best.safetensors, metrics.csv (epoch, step, train_loss,\n"
+        "                   val_mse, lr, seconds), loss.svg, model.dot (+ .svg if\n"
         "                   Graphviz is installed)\n"
-        "  --resume FILE    continue a run from its checkpoint exactly (same losses as an\n"
-        "                   uninterrupted run); --epochs, --patience, --lr, --clip, --data,\n"
-        "                   --out and --threads may be changed, the rest comes from FILE\n"
-        "  --optim, --weight-decay, --clip   Adam (default), AdamW or SGD; L2 / decoupled\n"
-        "                   weight decay (default 0); clip the gradient norm (default off)\n\n"
-        "A NaN or Inf in the loss or a gradient stops the run naming the op (or parameter)\n"
-        "that produced it; the checkpoint of the last finished epoch stays as it was.\n"
-        "Checkpoints load into PyTorch with the one-line filter\n"
-        "  {k: v for k, v in load_file(F).items() if not k.startswith(\"tgraph.\")}\n\n"
+        "  --resume FILE    continue a run exactly (the losses of an uninterrupted run);\n"
+        "                   only --epochs --patience --lr --clip --data --out --threads\n"
+        "                   may change\n"
+        "  --optim, --weight-decay, --clip   adam (default), adamw or sgd; weight decay\n"
+        "                   (default 0); clip the gradient norm (default: off)\n"
+        "\n"
+        "A NaN/Inf stops the run naming the op (or parameter) that produced it; the\n"
+        "last epoch's checkpoint stays as it was. PyTorch loads a checkpoint with\n"
+        "  {k: v for k, v in load_file(F).items() if not k.startswith(\"tgraph.\")}\n"
+        "\n"
         "examples:\n"
         "  tgraph train                                  # built-in data, about a minute\n"
         "  tgraph train --model linear_forecast --set normalize=true\n"
@@ -687,7 +697,7 @@ const tg_cli_cmd tg_cmd_train = {
         "      --set pred_len=24 --set seg_len=6 --set d_model=256 --set n_heads=4 \\\n"
         "      --set e_layers=3 --set factor=10 --set d_ff=512 --set dropout=0.2 \\\n"
         "      --batch-size 32 --lr 1e-4 --lradj type1 --patience 3 --out runs/etth1\n"
-        "  tgraph train --resume runs/etth1/checkpoint.safetensors --epochs 20\n"
+        "  tgraph train --resume runs/etth1/checkpoint.safetensors --epochs 30\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n",
     .run = run,
 };
