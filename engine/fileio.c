@@ -4,6 +4,7 @@
  * leaves the previous file as it was.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,17 +59,38 @@ tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *
     return TG_OK;
 }
 
+/* fsync the directory holding path, so the rename itself survives a power
+ * loss. Best effort: some file systems refuse to sync a directory. */
+static void sync_dir(const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        strcpy(dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir) return;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0) return;
+    (void)fsync(fd);
+    close(fd);
+}
+
 tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx), void *ctx)
 {
     char tmp[4096];
     if (!path || !*path) return tg_set_error(TG_ERR_INVALID, "write: empty path");
+    if (!fn) return tg_set_error(TG_ERR_INVALID, "%s: write: no writer function", path);
     int k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (k < 0 || (size_t)k >= sizeof tmp)
         return tg_set_error(TG_ERR_INVALID, "write: path too long: %s", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     tg_status st = fn(f, ctx);
-    if (!st && fflush(f) != 0)
+    if (!st && (fflush(f) != 0 || ferror(f)))
         st = tg_set_error(TG_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     if (!st && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
         st = tg_set_error(TG_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
@@ -78,5 +100,6 @@ tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx),
         st = tg_set_error(TG_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp,
                           strerror(errno));
     if (st) remove(tmp);
+    else sync_dir(path);
     return st;
 }

@@ -11,7 +11,7 @@
  * header costs nothing and a good one is not held in memory twice.
  *
  * Messages: "<file>: <problem> (<reference error name>)" where the reference
- * reader has a name for it.
+ * reader has a name for it. The writer is in safetensors_write.c.
  *
  * Decided here: extra fields in a tensor entry are rejected (the schema's
  * additionalProperties: false); "__metadata__": null is rejected (not an
@@ -373,7 +373,8 @@ static tg_status plan_header(st_plan *p, const char *hdr, size_t n, uint64_t dat
                             bad);
     char jwhat[600];
     snprintf(jwhat, sizeof jwhat, "%s: header", what);
-    tg__json_opts o = {.max_depth = 16};
+    /* depth: a valid header nests 3 deep; values: 4M (~400k tensors, <= 256 MB of nodes) */
+    tg__json_opts o = {.max_depth = 16, .max_values = (size_t)1 << 22};
     tg_status st = tg__json_parse(hdr, n, jwhat, &o, &p->doc);
     if (st) {
         if (st == TG_ERR_NOMEM) return st;
@@ -548,18 +549,15 @@ static tg_status fill(const char *what, const st_entry *e, const st_source *src,
     return TG_OK;
 }
 
-/* For sorting by name (writer: by alignment first) without global state. */
+/* For sorting names without global state. */
 typedef struct {
     const char *name;
-    size_t      align;
     int         idx;
 } named;
 
-static int by_align_then_name(const void *a, const void *b)
+static int by_name(const void *a, const void *b)
 {
-    const named *x = a, *y = b;
-    if (x->align != y->align) return x->align > y->align ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
 }
 
 static tg_status build(st_plan *p, const st_source *src, tg_st_file **out)
@@ -614,8 +612,8 @@ static tg_status build(st_plan *p, const st_source *src, tg_st_file **out)
         tg_st_free(f);
         return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
     }
-    for (int i = 0; i < p->n; i++) order[i] = (named){f->names[i], 0, i};
-    qsort(order, (size_t)p->n, sizeof *order, by_align_then_name);
+    for (int i = 0; i < p->n; i++) order[i] = (named){f->names[i], i};
+    qsort(order, (size_t)p->n, sizeof *order, by_name);
     for (int i = 0; i < p->n; i++) {
         names[i] = f->names[order[i].idx];
         ts[i] = f->tensors[order[i].idx];
@@ -694,204 +692,5 @@ tg_status tg_st_load(const char *path, tg_st_file **out)
     }
     plan_free(&p);
     fclose(f);
-    return st;
-}
-
-/* ---- writing ---- */
-
-typedef struct {
-    char  *s;
-    size_t n, cap;
-    bool   oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *ns = tg__realloc(b->s, cap);
-        if (!ns) {
-            b->oom = true;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-/* A JSON string literal. */
-static void sb_json(sbuf *b, const char *s)
-{
-    sb_put(b, "\"", 1);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        char esc[8];
-        if (*c == '"' || *c == '\\') {
-            esc[0] = '\\', esc[1] = (char)*c;
-            sb_put(b, esc, 2);
-        } else if (*c < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", *c);
-            sb_put(b, esc, 6);
-        } else {
-            sb_put(b, (const char *)c, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
-static const char *const st_out_names[TG_DTYPE_COUNT] = {"F32", "F64", "I64", "BOOL"};
-
-typedef struct {
-    sbuf                     hdr;
-    int                      n;
-    const named             *order;
-    const tg_tensor *const  *tensors;
-} st_write_ctx;
-
-static tg_status st_write(FILE *f, void *vctx)
-{
-    st_write_ctx *c = vctx;
-    unsigned char size8[8];
-    uint64_t n = c->hdr.n;
-    for (int k = 0; k < 8; k++) size8[k] = (unsigned char)(n >> (8 * k));
-    if (fwrite(size8, 1, 8, f) != 8 || fwrite(c->hdr.s, 1, c->hdr.n, f) != c->hdr.n)
-        return tg_set_error(TG_ERR_IO, "safetensors: write failed: %s", strerror(errno));
-    unsigned char chunk[4096];
-    for (int i = 0; i < c->n; i++) {
-        const tg_tensor *t = c->tensors[c->order[i].idx];
-        size_t es = tg_dtype_size(t->dtype), bytes = (size_t)t->numel * es;
-        if (host_le() || es == 1) {
-            if (bytes && fwrite(t->data, 1, bytes, f) != bytes)
-                return tg_set_error(TG_ERR_IO, "safetensors: write failed: %s", strerror(errno));
-            continue;
-        }
-        const unsigned char *src = t->data;
-        for (size_t at = 0; at < bytes; at += sizeof chunk) {
-            size_t k = bytes - at < sizeof chunk ? bytes - at : sizeof chunk;
-            for (size_t j = 0; j < k; j++) chunk[j] = src[at + (j / es) * es + es - 1 - j % es];
-            if (fwrite(chunk, 1, k, f) != k)
-                return tg_set_error(TG_ERR_IO, "safetensors: write failed: %s", strerror(errno));
-        }
-    }
-    return TG_OK;
-}
-
-static int cmp_str_ptr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* NULL when the list of n strings has no repeat, else the repeated string. */
-static const char *find_repeat(const char *const *s, int n, const char **scratch)
-{
-    for (int i = 0; i < n; i++) scratch[i] = s[i];
-    qsort(scratch, (size_t)n, sizeof *scratch, cmp_str_ptr);
-    for (int i = 1; i < n; i++)
-        if (!strcmp(scratch[i], scratch[i - 1])) return scratch[i];
-    return NULL;
-}
-
-tg_status tg_st_save(const char *path, int n, const char *const *names,
-                     const tg_tensor *const *tensors, int n_meta, const char *const *meta_keys,
-                     const char *const *meta_values)
-{
-    const char *what = path ? path : "safetensors";
-    if (!path || n < 0 || n_meta < 0 || (n && (!names || !tensors)) ||
-        (n_meta && (!meta_keys || !meta_values)))
-        return tg_set_error(TG_ERR_INVALID, "%s: bad arguments to tg_st_save", what);
-    for (int i = 0; i < n; i++) {
-        const tg_tensor *t = tensors[i];
-        if (!names[i] || !*names[i])
-            return tg_set_error(TG_ERR_INVALID, "%s: tensor %d has an empty name", what, i);
-        if (!strcmp(names[i], "__metadata__"))
-            return tg_set_error(TG_ERR_INVALID, "%s: '__metadata__' is reserved and cannot name a "
-                                "tensor", what);
-        if (tg__utf8_check(names[i], strlen(names[i])) != strlen(names[i]))
-            return tg_set_error(TG_ERR_INVALID, "%s: tensor name %d is not valid UTF-8", what, i);
-        if (!t || (unsigned)t->dtype >= TG_DTYPE_COUNT || t->rank < 0 || t->rank > TG_MAX_RANK ||
-            (!t->data && t->numel))
-            return tg_set_error(TG_ERR_INVALID, "%s: tensor '%s' is not a valid tensor", what,
-                                names[i]);
-        for (int d = 0; d < t->rank; d++)
-            if (t->shape[d] < 0 || t->shape[d] >= ST_MAX_INT)
-                return tg_set_error(TG_ERR_INVALID, "%s: tensor '%s' has a dim outside [0, 2^48)",
-                                    what, names[i]);
-    }
-    for (int i = 0; i < n_meta; i++)
-        if (!meta_keys[i] || !meta_values[i] ||
-            tg__utf8_check(meta_keys[i], strlen(meta_keys[i])) != strlen(meta_keys[i]) ||
-            tg__utf8_check(meta_values[i], strlen(meta_values[i])) != strlen(meta_values[i]))
-            return tg_set_error(TG_ERR_INVALID, "%s: metadata entry %d is NULL or not valid UTF-8",
-                                what, i);
-    int biggest = n > n_meta ? n : n_meta;
-    const char **scratch = tg__malloc(((size_t)biggest + 1) * sizeof *scratch);
-    named *order = tg__malloc(((size_t)n + 1) * sizeof *order);
-    st_write_ctx c = {{0}, n, order, tensors};
-    tg_status st = TG_OK;
-    const char *rep;
-    if (!scratch || !order) {
-        st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
-    } else if ((rep = find_repeat(names, n, scratch))) {
-        st = tg_set_error(TG_ERR_INVALID, "%s: duplicate tensor name '%s'", what, rep);
-    } else if ((rep = find_repeat(meta_keys, n_meta, scratch))) {
-        st = tg_set_error(TG_ERR_INVALID, "%s: duplicate metadata key '%s'", what, rep);
-    }
-    if (!st) {
-        /* dtype alignment descending, then name (OPS.md 17.4) */
-        for (int i = 0; i < n; i++)
-            order[i] = (named){names[i], tg_dtype_size(tensors[i]->dtype), i};
-        qsort(order, (size_t)n, sizeof *order, by_align_then_name);
-        sb_str(&c.hdr, "{");
-        if (n_meta) {
-            sb_str(&c.hdr, "\"__metadata__\":{");
-            for (int i = 0; i < n_meta; i++) {
-                if (i) sb_str(&c.hdr, ",");
-                sb_json(&c.hdr, meta_keys[i]);
-                sb_str(&c.hdr, ":");
-                sb_json(&c.hdr, meta_values[i]);
-            }
-            sb_str(&c.hdr, "}");
-        }
-        uint64_t off = 0;
-        for (int i = 0; i < n; i++) {
-            const tg_tensor *t = tensors[order[i].idx];
-            char num[64];
-            if (i || n_meta) sb_str(&c.hdr, ",");
-            sb_json(&c.hdr, order[i].name);
-            sb_str(&c.hdr, ":{\"dtype\":\"");
-            sb_str(&c.hdr, st_out_names[t->dtype]);
-            sb_str(&c.hdr, "\",\"shape\":[");
-            for (int d = 0; d < t->rank; d++) {
-                snprintf(num, sizeof num, d ? ",%lld" : "%lld", (long long)t->shape[d]);
-                sb_str(&c.hdr, num);
-            }
-            uint64_t bytes = (uint64_t)t->numel * tg_dtype_size(t->dtype);
-            snprintf(num, sizeof num, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
-                     (unsigned long long)(off + bytes));
-            sb_str(&c.hdr, num);
-            off += bytes;
-        }
-        sb_str(&c.hdr, "}");
-        while (!c.hdr.oom && (8 + c.hdr.n) % 8) sb_str(&c.hdr, " ");
-        if (c.hdr.oom) st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
-        else if (c.hdr.n > ST_MAX_HEADER)
-            st = tg_set_error(TG_ERR_LIMIT, "%s: the header would be larger than 100 MB", what);
-    }
-    if (!st) {
-        st = tg_write_atomic(path, st_write, &c);
-        if (st && !strstr(tg_last_error(), path)) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", tg_last_error());
-            st = tg_set_error(st, "%s: %s", path, msg);
-        }
-    }
-    tg__free(c.hdr.s);
-    tg__free(scratch);
-    tg__free(order);
     return st;
 }

@@ -9,6 +9,8 @@
 #include "concat.h"
 #include "crossentropy.h"
 #include "dropout.h"
+#include "einops.h"
+#include "einsum.h"
 #include "elementwise.h"
 #include "gemm.h"
 #include "layernorm.h"
