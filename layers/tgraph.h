@@ -16,7 +16,5 @@
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
-#include "value.h"
-#include "layers.h"
 
 #endif
