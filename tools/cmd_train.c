@@ -63,98 +63,6 @@ static int parse_optim(const char *s, tg_optim_kind *out)
     return tg_cli_fail(CMD, "--optim wants sgd, adam or adamw, got '%s'", s);
 }
 
-/* ---- output files ---- */
-
-typedef struct run_files {
-    char dir[2048], ckpt[2100], best[2100], csv[2100], svg[2100], dot[2100], dot_svg[2100];
-} run_files;
-
-static void files_init(run_files *f, const char *dir)
-{
-    snprintf(f->dir, sizeof f->dir, "%s", dir);
-    snprintf(f->ckpt, sizeof f->ckpt, "%s/checkpoint.safetensors", dir);
-    snprintf(f->best, sizeof f->best, "%s/best.safetensors", dir);
-    snprintf(f->csv, sizeof f->csv, "%s/metrics.csv", dir);
-    snprintf(f->svg, sizeof f->svg, "%s/loss.svg", dir);
-    snprintf(f->dot, sizeof f->dot, "%s/model.dot", dir);
-    snprintf(f->dot_svg, sizeof f->dot_svg, "%s/model.svg", dir);
-}
-
-static tg_status write_csv(FILE *f, void *ctx)
-{
-    const tg_checkpoint *ck = ctx;
-    fprintf(f, "epoch,step,train_loss,val_mse,lr,seconds\n");
-    for (int64_t i = 0; i < ck->history_rows; i++) {
-        const double *h = ck->history + i * TG_CKPT_HISTORY_COLS;
-        fprintf(f, "%lld,%lld,%.6g,%.6g,%.6g,%.2f\n", (long long)h[0], (long long)h[1], h[2], h[3],
-                h[4], h[5]);
-    }
-    return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
-}
-
-static int write_curves(const run_files *rf, const tg_checkpoint *ck)
-{
-    if (tg_write_atomic(rf->csv, write_csv, (void *)ck))
-        return tg_cli_fail(CMD, "%s", tg_last_error());
-    int64_t n = ck->history_rows;
-    double *x = malloc(sizeof(double) * (size_t)(3 * n + 1));
-    if (!x) return tg_cli_fail(CMD, "out of memory");
-    double *tr = x + n, *va = x + 2 * n;
-    for (int64_t i = 0; i < n; i++) {
-        x[i] = ck->history[i * TG_CKPT_HISTORY_COLS];
-        tr[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 2];
-        va[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 3];
-    }
-    tg_series s[2] = {{"train loss (MSE)", x, tr, (int)n}, {"validation MSE", x, va, (int)n}};
-    int rc = 0;
-    if (tg_svg_lines(rf->svg, "training curves", "epoch", "MSE (scaled units)", s, 2))
-        rc = tg_cli_fail(CMD, "%s", tg_last_error());
-    free(x);
-    return rc;
-}
-
-static void write_diagram(const run_files *rf, const tg_tl_model *m)
-{
-    char title[128];
-    snprintf(title, sizeof title, "%s (eval graph)", m->name);
-    tg_dot_opts o = {.depth = 3, .title = title};
-    if (tg_graph_dot_save(m->ge, &o, rf->dot)) {
-        fprintf(stderr, "tgraph train: warning: model diagram: %s\n", tg_last_error());
-        return;
-    }
-    if (system("command -v dot >/dev/null 2>&1") == 0) {
-        char cmd[4400];
-        snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s' 2>/dev/null", rf->dot, rf->dot_svg);
-        if (!strchr(rf->dot, '\'') && system(cmd) != 0)
-            fprintf(stderr, "tgraph train: warning: Graphviz could not render %s\n", rf->dot);
-    }
-}
-
-static tg_status write_bytes(FILE *f, void *ctx)
-{
-    const struct { const void *p; size_t n; } *b = ctx;
-    return fwrite(b->p, 1, b->n, f) == b->n ? TG_OK : tg_set_error(TG_ERR_IO, "write failed");
-}
-
-/* Resuming into a new --out: bring the run's best.safetensors along (from
- * the resumed checkpoint's directory), so the final test uses the best weights. */
-static int copy_best(const char *resume, const char *dst)
-{
-    char src[2100];
-    const char *slash = strrchr(resume, '/');
-    snprintf(src, sizeof src, "%.*sbest.safetensors", slash ? (int)(slash - resume + 1) : 0,
-             resume);
-    void *data;
-    size_t len;
-    if (tg_read_file(src, 0, &data, &len))
-        return tg_cli_fail(CMD, "--resume: the run's best weights: %s", tg_last_error());
-    struct { const void *p; size_t n; } b = {data, len};
-    tg_status st = tg_write_atomic(dst, write_bytes, &b);
-    tg_free(data);
-    if (st) return tg_cli_fail(CMD, "%s", tg_last_error());
-    return 0;
-}
-
 /* ---- the run's settings in a checkpoint ---- */
 
 static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model *m,
@@ -506,13 +414,13 @@ static int run(int argc, char **argv)
     }
     if (put_settings(&ck, &s, &m, &td)) goto done;
 
-    run_files rf;
+    tg_tl_files rf;
     if (tg_tl_mkdirs(CMD, s.out)) goto done;
-    files_init(&rf, s.out);
+    tg_tl_files_init(&rf, s.out);
     if (s.resume && resume_ck.best_epoch > 0 && access(rf.best, F_OK) != 0 &&
-        copy_best(s.resume, rf.best))
+        tg_tl_copy_best(CMD, s.resume, rf.best))
         goto done;
-    write_diagram(&rf, &m);
+    tg_tl_write_diagram(CMD, &rf, &m);
 
     int64_t steps = td.train.count / m.B;
     double t_start = tg_tl_now(), t_before = ck.history_rows
@@ -588,7 +496,7 @@ static int run(int argc, char **argv)
             tg_cli_fail(CMD, "saving a checkpoint: %s", tg_last_error());
             goto done;
         }
-        if (write_curves(&rf, &ck)) goto done;
+        if (tg_tl_write_curves(CMD, &rf, &ck)) goto done;
         printf("epoch %3lld/%lld  train loss %.4f  val mse %.4f%s  lr %.3g  %.1fs\n",
                (long long)ck.epoch, (long long)s.epochs, loss, val.mse, best ? " *" : "  ",
                lr_used, now - t_epoch);
@@ -598,7 +506,7 @@ static int run(int argc, char **argv)
             printf("early stopping: validation MSE did not improve for %lld epochs\n",
                    (long long)s.patience);
     }
-    if (ck.history_rows && write_curves(&rf, &ck)) goto done;
+    if (ck.history_rows && tg_tl_write_curves(CMD, &rf, &ck)) goto done;
 
     /* test the best model */
     if (ck.best_epoch > 0) {

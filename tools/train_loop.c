@@ -2,7 +2,7 @@
  * train_loop.c - data, model, evaluation and baselines shared by `tgraph
  * train` and `tgraph eval` (see train_loop.h).
  *
- * Not here: the epoch loop, checkpoints and output files (cmd_train.c).
+ * Not here: the epoch loop and when to save what (cmd_train.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "args.h"
@@ -304,6 +305,94 @@ void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, 
     fprintf(f, "test mse=%.4f mae=%.4f | repeat-last mse=%.4f | train-mean mse=%.4f\n", test->mse,
             test->mae, repeat_last, train_mean);
     fflush(f);
+}
+
+/* ---- the output directory ---- */
+
+void tg_tl_files_init(tg_tl_files *f, const char *dir)
+{
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    snprintf(f->ckpt, sizeof f->ckpt, "%s/checkpoint.safetensors", dir);
+    snprintf(f->best, sizeof f->best, "%s/best.safetensors", dir);
+    snprintf(f->csv, sizeof f->csv, "%s/metrics.csv", dir);
+    snprintf(f->svg, sizeof f->svg, "%s/loss.svg", dir);
+    snprintf(f->dot, sizeof f->dot, "%s/model.dot", dir);
+    snprintf(f->dot_svg, sizeof f->dot_svg, "%s/model.svg", dir);
+}
+
+static tg_status write_csv(FILE *f, void *ctx)
+{
+    const tg_checkpoint *ck = ctx;
+    fprintf(f, "epoch,step,train_loss,val_mse,lr,seconds\n");
+    for (int64_t i = 0; i < ck->history_rows; i++) {
+        const double *h = ck->history + i * TG_CKPT_HISTORY_COLS;
+        fprintf(f, "%lld,%lld,%.6g,%.6g,%.6g,%.2f\n", (long long)h[0], (long long)h[1], h[2], h[3],
+                h[4], h[5]);
+    }
+    return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
+}
+
+int tg_tl_write_curves(const char *cmd, const tg_tl_files *rf, const tg_checkpoint *ck)
+{
+    if (tg_write_atomic(rf->csv, write_csv, (void *)ck))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    int64_t n = ck->history_rows;
+    double *x = malloc(sizeof(double) * (size_t)(3 * n + 1));
+    if (!x) return tg_cli_fail(cmd, "out of memory");
+    double *tr = x + n, *va = x + 2 * n;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = ck->history[i * TG_CKPT_HISTORY_COLS];
+        tr[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 2];
+        va[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 3];
+    }
+    tg_series s[2] = {{"train loss (MSE)", x, tr, (int)n}, {"validation MSE", x, va, (int)n}};
+    int rc = 0;
+    if (tg_svg_lines(rf->svg, "training curves", "epoch", "MSE (scaled units)", s, 2))
+        rc = tg_cli_fail(cmd, "%s", tg_last_error());
+    free(x);
+    return rc;
+}
+
+void tg_tl_write_diagram(const char *cmd, const tg_tl_files *rf, const tg_tl_model *m)
+{
+    char title[128];
+    snprintf(title, sizeof title, "%s (eval graph)", m->name);
+    tg_dot_opts o = {.depth = 3, .title = title};
+    if (tg_graph_dot_save(m->ge, &o, rf->dot)) {
+        fprintf(stderr, "tgraph %s: warning: model diagram: %s\n", cmd, tg_last_error());
+        return;
+    }
+    if (system("command -v dot >/dev/null 2>&1") == 0) {
+        char line[4400];
+        snprintf(line, sizeof line, "dot -Tsvg '%s' -o '%s' 2>/dev/null", rf->dot, rf->dot_svg);
+        if (!strchr(rf->dot, '\'') && system(line) != 0)
+            fprintf(stderr, "tgraph %s: warning: Graphviz could not render %s\n", cmd, rf->dot);
+    }
+}
+
+static tg_status write_bytes(FILE *f, void *ctx)
+{
+    const struct { const void *p; size_t n; } *b = ctx;
+    return fwrite(b->p, 1, b->n, f) == b->n ? TG_OK : tg_set_error(TG_ERR_IO, "write failed");
+}
+
+/* Resuming into a new --out: bring the run's best.safetensors along (from
+ * the resumed checkpoint's directory), so the final test uses the best weights. */
+int tg_tl_copy_best(const char *cmd, const char *resume, const char *dst)
+{
+    char src[2100];
+    const char *slash = strrchr(resume, '/');
+    snprintf(src, sizeof src, "%.*sbest.safetensors", slash ? (int)(slash - resume + 1) : 0,
+             resume);
+    void *data;
+    size_t len;
+    if (tg_read_file(src, 0, &data, &len))
+        return tg_cli_fail(cmd, "--resume: the run's best weights: %s", tg_last_error());
+    struct { const void *p; size_t n; } b = {data, len};
+    tg_status st = tg_write_atomic(dst, write_bytes, &b);
+    tg_free(data);
+    if (st) return tg_cli_fail(cmd, "%s", tg_last_error());
+    return 0;
 }
 
 /* ---- small things ---- */

@@ -90,6 +90,20 @@ int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_m
 /* The one line scripts parse. */
 void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean);
 
+/* The files of a run in its --out directory. */
+typedef struct tg_tl_files {
+    char dir[2048], ckpt[2100], best[2100], csv[2100], svg[2100], dot[2100], dot_svg[2100];
+} tg_tl_files;
+
+void tg_tl_files_init(tg_tl_files *f, const char *dir);
+/* metrics.csv and loss.svg from the run's history, atomically. 0 or 2. */
+int  tg_tl_write_curves(const char *cmd, const tg_tl_files *f, const tg_checkpoint *ck);
+/* model.dot of the evaluation graph (scopes below depth 3 collapsed) and,
+ * when Graphviz's dot is on the PATH, model.svg. Failures only warn. */
+void tg_tl_write_diagram(const char *cmd, const tg_tl_files *f, const tg_tl_model *m);
+/* Copy best.safetensors from the directory of checkpoint `resume` to dst. 0 or 2. */
+int  tg_tl_copy_best(const char *cmd, const char *resume, const char *dst);
+
 /* mkdir -p. 0, or 2 after printing. */
 int tg_tl_mkdirs(const char *cmd, const char *dir);
 
