@@ -31,7 +31,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion
+.PHONY: all test run asan clean check-criterion diagrams
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -75,6 +75,17 @@ test: check-criterion $(TESTS) $(TOOL)
 
 run: $(TOOL)
 	$(TOOL) train
+
+# ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
+diagrams: $(TOOL)
+	@mkdir -p $(BUILD)/diagrams
+	@for l in $$($(TOOL) layers --names); do \
+	  $(TOOL) dot $$l -o $(BUILD)/diagrams/$$l.dot --svg $(BUILD)/diagrams/$$l.svg || exit 1; \
+	  $(TOOL) dot $$l --backward -o $(BUILD)/diagrams/$$l-backward.dot \
+	      --svg $(BUILD)/diagrams/$$l-backward.svg || exit 1; \
+	  $(TOOL) dot $$l --depth 1 -o $(BUILD)/diagrams/$$l-depth1.dot \
+	      --svg $(BUILD)/diagrams/$$l-depth1.svg || exit 1; \
+	done; echo "diagrams in $(BUILD)/diagrams/"
 
 # ---- sanitizers ----
 asan:

@@ -16,5 +16,7 @@
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
+#include "value.h"
+#include "layers.h"
 
 #endif

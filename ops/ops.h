@@ -16,7 +16,11 @@
 #include "layernorm.h"
 #include "linear.h"
 #include "loss.h"
+#include "mask.h"
 #include "reduce.h"
+#include "scatter.h"
 #include "shape.h"
+#include "softmax.h"
+#include "topk.h"
 
 #endif
