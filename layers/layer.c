@@ -12,6 +12,7 @@
 static const tg_layer_class *const classes[] = {
     &tg_full_attention_class,
     &tg_attention_layer_class,
+    &tg_linear_forecast_class,
 };
 
 #define N_CLASSES (int)(sizeof classes / sizeof *classes)

@@ -7,5 +7,6 @@
 #include "layer.h"
 #include "modules.h"
 #include "attention.h"
+#include "linear_forecast.h"
 
 #endif
