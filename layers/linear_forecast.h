@@ -8,7 +8,7 @@
  *     NLinear: last = x[:, -1:, :]; y = Linear((x - last).permute(0, 2, 1)).permute(0, 2, 1) + last
  *
  * Parameters (state_dict keys of both models): Linear.weight [pred_len,
- * seq_len], Linear.bias [pred_len]. A small, fast reference forecaster: any
+[pred_len, seq_len], Linear.bias [pred_len]. A small, fast reference forecaster: any
  * attention model worth training should beat it.
  */
 #ifndef TG_LINEAR_FORECAST_H

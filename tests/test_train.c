@@ -19,6 +19,7 @@
 #include "testutil.h"
 #include "checkpoint.h"
 #include "dataset.h"
+#include "layer_case.h"
 
 static char dir[64];
 static char out_text[1 << 16], err_text[1 << 16];
@@ -378,4 +379,69 @@ Test(train, command_line_errors)
     cr_assert(strstr(err_text, "missing --checkpoint"), "%s", err_text);
     cr_assert_eq(tgraph("train --help"), 0);
     cr_assert(strstr(out_text, "--lradj S        type1 (default") && strstr(out_text, "examples:"));
+}
+
+/* ---- the linear_forecast layer against PyTorch (tests/fixtures/gen_train.py) ---- */
+
+static void run_linear_case(const char *name, bool normalize, bool check_dx)
+{
+    char fx[64];
+    snprintf(fx, sizeof fx, "train/%s", name);
+    tg_tensor *x = tt_load(fx, "x.npy"), *W = tt_load(fx, "weight.npy"), *b = tt_load(fx, "bias.npy");
+    tg_tensor *dy = tt_load(fx, "dy.npy"), *y = tt_load(fx, "y.npy");
+    tg_tensor *gW = tt_load(fx, "gweight.npy"), *gb = tt_load(fx, "gbias.npy"), *gx = tt_load(fx, "gx.npy");
+    char item[4][64];
+    snprintf(item[0], 64, "B=%lld", (long long)x->shape[0]);
+    snprintf(item[1], 64, "seq_len=%lld", (long long)x->shape[1]);
+    snprintf(item[2], 64, "enc_in=%lld", (long long)x->shape[2]);
+    snprintf(item[3], 64, "pred_len=%lld", (long long)W->shape[0]);
+    tg_config *cfg = tg_config_new();
+    for (int i = 0; i < 4; i++) tg_config_set(cfg, item[i]);
+    tg_config_set(cfg, normalize ? "normalize=true" : "normalize=false");
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_layer *l = tg_layer_new("linear_forecast", cfg, ps, "", NULL);
+    cr_assert_not_null(l, "%s", tg_last_error());
+    cr_assert_eq(tg_params_count(ps), 2);
+    tg_tensor_copy(&tg_params_find(ps, "Linear.weight")->value, W);
+    tg_tensor_copy(&tg_params_find(ps, "Linear.bias")->value, b);
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *in = tg_input(g, "x", TG_F32, 3, x->shape);
+    tg_node_set(in, x);
+    tg_node_set_requires_grad(in, true);
+    tg_layer_outputs out;
+    cr_assert_eq(tg_layer_build(l, g, &in, &out), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+    tt_assert_close(tg_node_value(out.y), y, 1e-6, 1e-5, "y");
+    cr_assert_eq(tg_graph_backward(g, out.y, dy), TG_OK, "%s", tg_last_error());
+    tt_assert_close(&tg_params_find(ps, "Linear.weight")->grad, gW, 1e-6, 1e-5, "dLinear.weight");
+    tt_assert_close(&tg_params_find(ps, "Linear.bias")->grad, gb, 1e-6, 1e-5, "dLinear.bias");
+    if (check_dx) tt_assert_close(tg_node_grad(in), gx, 1e-6, 1e-5, "dx");
+    tg_graph_free(g);
+    tg_layer_free(l);
+    tg_params_free(ps);
+    tg_config_free(cfg);
+    tg_tensor *all[] = {x, W, b, dy, y, gW, gb, gx};
+    for (int i = 0; i < 8; i++) tg_tensor_free(all[i]);
+}
+
+Test(linear_forecast, pytorch_linear) { run_linear_case("linear", false, true); }
+
+/* NLinear detaches seq_last in PyTorch, so only the parameter gradients match
+ * (training never needs x's gradient). */
+Test(linear_forecast, pytorch_nlinear) { run_linear_case("nlinear", true, false); }
+
+Test(linear_forecast, gradcheck)
+{
+    const char *sets[] = {"B=2", "seq_len=6", "pred_len=4", "enc_in=3", "normalize=false"};
+    tt_layer_gradcheck("linear_forecast", sets, 5, 1, 0);
+    sets[4] = "normalize=true";
+    tt_layer_gradcheck("linear_forecast", sets, 5, 2, 0);
+}
+
+Test(linear_forecast, bad_configs)
+{
+    tt_assert_layer_rejects("linear_forecast", (const char *[]){"seq_len=0"}, 1,
+                            "B, enc_in, seq_len and pred_len must be positive");
+    tt_assert_layer_rejects("linear_forecast", (const char *[]){"dropout=0.1"}, 1,
+                            "unknown key 'dropout'");
 }
