@@ -26,13 +26,27 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
+# Headers installed under include/tgraph/; the rest are library-private.
+PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
+                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h
+PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
+STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+PCDIR      ?= $(LIBDIR)/pkgconfig
+
 LIB_A  := $(BUILD)/libtgraph.a
 LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion diagrams
-all: $(LIB_A) $(LIB_SO) $(TOOL)
+.PHONY: all test run asan clean check-criterion diagrams install uninstall headers
+all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -50,6 +64,36 @@ $(LIB_SO): $(LIB_OBJ) engine/exports.map
 
 $(TOOL): $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
+
+# ---- public headers, staged as they are installed: include/tgraph/*.h ----
+vpath %.h engine ops layers
+headers: $(STAGED_HEADERS)
+$(BUILD)/include/tgraph/%.h: %.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(BUILD)/tgraph.pc: tools/tgraph.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# ---- install: make install [PREFIX=/usr/local] [DESTDIR=] ----
+install: all $(BUILD)/tgraph.pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/tgraph $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtgraph.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so.$(SOVERSION)
+	ln -sf libtgraph.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so
+	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tgraph/
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(BUILD)/tgraph.pc $(DESTDIR)$(PCDIR)/
+	install -m 644 tools/tgraph.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libtgraph.a $(DESTDIR)$(LIBDIR)/libtgraph.so \
+	      $(DESTDIR)$(LIBDIR)/libtgraph.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so.$(VERSION) \
+	      $(DESTDIR)$(BINDIR)/tgraph $(DESTDIR)$(PCDIR)/tgraph.pc $(DESTDIR)$(MANDIR)/man1/tgraph.1
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/tgraph
 
 # ---- tests ----
 check-criterion:
@@ -70,8 +114,9 @@ $(BUILD)/tests/%.o: tests/%.c | check-criterion
 $(TESTS): $(TEST_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) -lcriterion $(LDLIBS)
 
-test: check-criterion $(TESTS) $(TOOL)
+test: check-criterion $(TESTS) $(TOOL) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
+	sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
 	$(TOOL) train
