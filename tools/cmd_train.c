@@ -198,12 +198,14 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
                         (tg_tensor *)tg_node_value(m->y));
         tg_params_zero_grad(m->ps);
         tg_status st = tg_graph_forward(m->gt);
+        double loss = st ? NAN : tg_tensor_get(tg_node_value(m->loss), 0);
+        if (!st && !isfinite(loss))   /* run again with the finite check on, to name the op */
+            st = tg_tl_diagnose(m->gt, loss);
         if (!st) st = tg_graph_backward(m->gt, m->loss, NULL);
         if (st) {
             if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s%s\n",
-                    (long long)epoch + 1, (long long)k + 1,
-                    st == TG_ERR_NUMERIC ? "non-finite value: " : "", tg_last_error());
+            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s\n",
+                    (long long)epoch + 1, (long long)k + 1, tg_last_error());
             return 1;
         }
         const char *bad = bad_grad(m->ps);
@@ -211,13 +213,13 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
             if (s->progress) fprintf(stderr, "\n");
             fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: non-finite gradient "
                     "of parameter '%s' (the loss was %g)\n", (long long)epoch + 1,
-                    (long long)k + 1, bad, tg_tensor_get(tg_node_value(m->loss), 0));
+                    (long long)k + 1, bad, loss);
             return 1;
         }
         if (s->clip > 0) tg_clip_grad_norm(m->ps, s->clip);
         tg_optim_step(opt);
         ck->step++;
-        sum += tg_tensor_get(tg_node_value(m->loss), 0);
+        sum += loss;
         progress(s, epoch, k + 1, steps, sum / (double)(k + 1), t0, &last_draw);
     }
     ck->dropout_rng = *tg_graph_rng(m->gt);

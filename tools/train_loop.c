@@ -123,7 +123,6 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     /* training graph */
     if (!(m->gt = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_training(m->gt, true);
-    tg_graph_set_check_finite(m->gt, true);
     m->x = tg_input(m->gt, "x", TG_F32, 3, in->shape);
     tg_layer_outputs out;
     if (tg_layer_build(m->layer, m->gt, (tg_node *const[]){m->x}, &out))
@@ -143,7 +142,6 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     /* evaluation graph: forward only, dropout off, same parameters */
     if (!(m->ge = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_grad_enabled(m->ge, false);
-    tg_graph_set_check_finite(m->ge, true);
     m->ex = tg_input(m->ge, "x", TG_F32, 3, in->shape);
     if (tg_layer_build(m->layer, m->ge, (tg_node *const[]){m->ex}, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
@@ -236,6 +234,20 @@ int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg)
     return 0;
 }
 
+tg_status tg_tl_diagnose(tg_graph *g, double value)
+{
+    char was[64];
+    snprintf(was, sizeof was, "%g", value);
+    tg_graph_set_check_finite(g, true);
+    tg_status st = tg_graph_forward(g);
+    tg_graph_set_check_finite(g, false);
+    if (st == TG_ERR_NUMERIC)
+        return tg_set_error(st, "non-finite value (the loss is %s): %s", was, tg_last_error());
+    if (st) return st;
+    return tg_set_error(TG_ERR_NUMERIC, "non-finite value: the loss is %s, and a second run found "
+                        "no op that produced a NaN or Inf (a random op such as dropout?)", was);
+}
+
 /* ---- evaluation ---- */
 
 int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
@@ -256,6 +268,7 @@ int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_m
             return 1;
         }
         const float *p = tg_node_value(m->epred)->data;
+        double se0 = se;
         for (int64_t i = 0; i < n; i++) {
             /* the target rows follow the input rows straight on */
             const float *t = w->z + (w->begin + start + i + w->seq_len) * w->cols;
@@ -264,6 +277,11 @@ int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_m
                 se += e * e;
                 ae += fabs(e);
             }
+        }
+        if (!isfinite(se)) {
+            tg_tl_diagnose(m->ge, se - se0);
+            fprintf(stderr, "tgraph %s: evaluation: %s\n", cmd, tg_last_error());
+            return 1;
         }
         if (pred) memcpy(pred + start * per, p, (size_t)(n * per) * sizeof *p);
     }

@@ -50,7 +50,7 @@ typedef struct tg_tl_model {
     tg_params  *ps;
     tg_layer   *layer;
     int64_t     B, seq_len, pred_len, cols;
-    /* training graph: x, y -> pred, loss (dropout on, finite check on) */
+    /* training graph: x, y -> pred, loss (dropout on) */
     tg_graph   *gt;
     tg_node    *x, *y, *pred, *loss;
     /* forward-only evaluation graph on the same parameters */
@@ -66,6 +66,12 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
                       int64_t cols, int64_t batch, tg_rng *rng);
 void tg_tl_model_free(tg_tl_model *m);
 
+/* After a non-finite loss: forward g again with the finite check on and
+ * return TG_ERR_NUMERIC with a message naming the first op that produced a
+ * NaN or Inf (the check stays off in normal steps: it costs a pass over
+ * every result, and masks legitimately hold -inf). */
+tg_status tg_tl_diagnose(tg_graph *g, double value);
+
 /* The layer's full configuration as "KEY=VALUE" lines (every key, defaults
  * included), for checkpoints; parsed back with tg_tl_config_parse. */
 int tg_tl_config_format(const tg_layer *l, char *buf, size_t len);
@@ -74,7 +80,7 @@ int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg);
 /* MSE and MAE of the model over every window of w, batch by batch (a short
  * last batch is padded and only its real windows count). pred (may be NULL)
  * receives the forecasts [w->count, pred_len, cols]. 0, or 1 after printing
- * the engine's error (e.g. the finite check). */
+ * the engine's error (a NaN/Inf forecast names the op that produced it). */
 typedef struct tg_tl_metrics {
     double mse, mae;
 } tg_tl_metrics;
