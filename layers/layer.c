@@ -12,6 +12,9 @@
 static const tg_layer_class *const classes[] = {
     &tg_full_attention_class,
     &tg_attention_layer_class,
+    &tg_tsa_class,
+    &tg_seg_merging_class,
+    &tg_crossformer_class,
     &tg_linear_forecast_class,
 };
 

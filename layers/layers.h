@@ -7,6 +7,9 @@
 #include "layer.h"
 #include "modules.h"
 #include "attention.h"
+#include "tsa.h"
+#include "seg_merging.h"
+#include "crossformer.h"
 #include "linear_forecast.h"
 
 #endif
