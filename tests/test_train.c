@@ -200,6 +200,33 @@ Test(train, resume_equals_the_uninterrupted_run)
               err_text);
 }
 
+/* A model with dropout: the dropout RNG must carry over too. */
+#define TINY_CF "--model crossformer --set seq_len=24 --set pred_len=8 --set seg_len=4 " \
+                "--set d_model=8 --set n_heads=2 --set d_ff=16 --set e_layers=2 --set factor=2 " \
+                "--set dropout=0.3 --batch-size 16 --threads 2 --split 600,200,200 "
+
+Test(train, crossformer_with_dropout_resumes_exactly_and_repeats_bit_for_bit)
+{
+    cr_assert_eq(tgraph("train " TINY_CF "--epochs 2 --out @/straight"), 0, "%s", err_text);
+    char straight[1 << 12];
+    snprintf(straight, sizeof straight, "%s", strstr(out_text, "\ntest mse="));
+    cr_assert_eq(tgraph("train " TINY_CF "--epochs 2 --out @/again"), 0, "%s", err_text);
+    cr_assert_str_eq(strstr(out_text, "\ntest mse="), straight);
+    assert_same_run("straight/checkpoint.safetensors", "again/checkpoint.safetensors");
+    cr_assert_eq(tgraph("train " TINY_CF "--epochs 1 --out @/part"), 0, "%s", err_text);
+    cr_assert_eq(tgraph("train --resume @/part/checkpoint.safetensors --epochs 2"), 0, "%s",
+                 err_text);
+    cr_assert_str_eq(strstr(out_text, "\ntest mse="), straight);
+    assert_same_run("straight/checkpoint.safetensors", "part/checkpoint.safetensors");
+    /* the dropout stream moved: a run without dropout differs */
+    tg_checkpoint ck;
+    read_ckpt("straight/checkpoint.safetensors", &ck);
+    tg_rng fresh;
+    tg_rng_seed(&fresh, 0 ^ 0xd409047ull);
+    cr_assert(memcmp(&fresh, &ck.dropout_rng, sizeof fresh) != 0, "dropout drew nothing");
+    tg_checkpoint_clear(&ck);
+}
+
 Test(train, resume_into_a_new_directory_keeps_the_best_weights)
 {
     cr_assert_eq(tgraph("train " SMALL "--epochs 1 --out @/one"), 0, "%s", err_text);
