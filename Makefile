@@ -119,7 +119,7 @@ test: check-criterion $(TESTS) $(TOOL) headers
 	sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
-	$(TOOL) train
+	$(TOOL) train --out $(BUILD)/train
 
 # ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
 diagrams: $(TOOL)

@@ -34,7 +34,7 @@ static const model_defaults defaults_table[] = {
     {"crossformer",
      {"seq_len=96", "pred_len=24", "seg_len=12", "win_size=2", "d_model=32", "n_heads=2",
       "d_ff=64", "e_layers=2", "factor=3", "dropout=0.1", NULL},
-     8, 1e-3},
+     8, 5e-3},
     {"linear_forecast", {"seq_len=96", "pred_len=24", NULL}, 10, 1e-2},
 };
 
@@ -578,7 +578,7 @@ const tg_cli_cmd tg_cmd_train = {
         "  --epochs N       default 20; built-in data: 8 (crossformer), 10 (linear)\n"
         "  --batch-size N   default 32 (a last partial training batch is dropped; every\n"
         "                   validation and test window counts once)\n"
-        "  --lr F           Adam's lr, default 1e-4; built-in: 1e-3, 1e-2 (linear)\n"
+        "  --lr F           Adam's lr, default 1e-4; built-in: 5e-3, 1e-2 (linear)\n"
         "  --lradj S        type1 (default; halve each epoch), constant, or cosine (one\n"
         "                   epoch of warmup, then cosine decay to 0)\n"
         "  --patience N     default 3; 0: no early stopping\n"
