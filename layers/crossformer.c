@@ -80,7 +80,7 @@ static tg_status crossformer_check(const tg_crossformer_config *c)
          "than the position embedding's max_len %d", (long long)c->seq_len, (long long)in_seg,
          (long long)c->seg_len, TG_CROSSFORMER_PE_MAX_LEN);
     tg_tsa_config t = tsa_config(c, in_seg);
-    tg_status st = tg__tsa_check(&t, "crossformer");
+    tg_status st = tg_tsa_config_check(&t, "crossformer");
     if (st) return st;
     /* block l >= 1 merges ceil(in_seg / w^(l-1)) segments: SegMerging repeats the
      * last pad = w - seg % w of them, which must exist */

@@ -69,6 +69,8 @@ typedef struct tg_decoder_layer {
     tg_linear_mod      linear_pred;   /* Linear(d_model, seg_len) */
 } tg_decoder_layer;
 
+/* The whole model's typed state (~115 KB: every block inline; allocate it
+ * rather than putting it on a small stack). */
 typedef struct tg_crossformer {
     tg_crossformer_config c;
     int64_t pad_in_len, pad_out_len;  /* ceil(len / seg_len) * seg_len */

@@ -7,6 +7,8 @@
 #include "layer.h"
 #include "modules.h"
 #include "attention.h"
+#include "axial.h"
+#include "assa.h"
 #include "tsa.h"
 #include "seg_merging.h"
 #include "crossformer.h"

@@ -36,7 +36,7 @@ tg_tsa_config tg_tsa_defaults(void)
                            .n_heads = 2, .d_ff = 0, .dropout = 0.1, .attn_dropout = -1};
 }
 
-tg_status tg__tsa_check(const tg_tsa_config *c, const char *who)
+tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who)
 {
     if (c->d_model < 1)
         return tg_set_error(TG_ERR_INVALID, "%s: d_model must be >= 1, got %lld", who,
@@ -76,7 +76,7 @@ tg_status tg_tsa_init(tg_tsa *l, const tg_tsa_config *c, tg_params *ps, const ch
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name);
     l->c = *c;
-    if ((st = tg__tsa_check(c, *name ? name : "tsa"))) return st;
+    if ((st = tg_tsa_config_check(c, *name ? name : "tsa"))) return st;
     if (*name) {
         if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
     } else {
@@ -195,7 +195,7 @@ static tg_status tsa_check(const void *vc)
     if (c->b < 1 || c->ts_d < 1)
         return tg_set_error(TG_ERR_INVALID, "tsa: b and ts_d must be >= 1, got b=%lld, ts_d=%lld",
                             (long long)c->b, (long long)c->ts_d);
-    return tg__tsa_check(c, "tsa");
+    return tg_tsa_config_check(c, "tsa");
 }
 
 static int tsa_inputs(const void *vc, tg_layer_input *in)

@@ -57,8 +57,10 @@ tg_status tg_tsa_init(tg_tsa *l, const tg_tsa_config *c, tg_params *ps, const ch
  * ("the router was built for seg_num 5"). Dropout follows tg_graph_training. */
 tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x);
 
-/* Config checks shared with models that hold TSA layers ("crossformer: ..."). */
-tg_status tg__tsa_check(const tg_tsa_config *c, const char *who);
+/* Check a TSA config the way tg_tsa_init does (n_heads, d_model // n_heads,
+ * seg_num, factor, d_ff, dropout), messages prefixed with `who`
+ * ("crossformer: n_heads must be >= 1, got 0"). For models that hold TSAs. */
+tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who);
 
 extern const tg_layer_class tg_tsa_class;
 

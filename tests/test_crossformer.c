@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "layer_case.h"
+#include "op.h"
 
 #define ATOL 1e-5
 #define RTOL 1e-4
@@ -298,6 +299,26 @@ Test(crossformer, training_mode_dropout)
     model_free(&t);
     model_free(&z);
     model_free(&ez);
+}
+
+/* Every dropout of TSL's model, with p = dropout: 7 per TSA (e_layers encoder
+ * + e_layers + 1 decoder TSAs), and per DecoderLayer one on the cross
+ * attention weights and one on its output. The PatchEmbedding's is p = 0
+ * (the identity) and left out. */
+Test(crossformer, dropouts)
+{
+    model m = model_new((const char *[]){"dropout=0.375", "e_layers=3", "seq_len=60"}, 3, true);
+    int n = 0;
+    for (int i = 0; i < tg_graph_node_count(m.g); i++) {
+        const tg_node *nd = tg_graph_node(m.g, i);
+        if (!nd->op || strcmp(nd->op->name, "dropout")) continue;
+        char p[64];
+        nd->op->describe(nd, p, sizeof p);
+        cr_assert_str_eq(p, "p=0.375");
+        n++;
+    }
+    cr_assert_eq(n, 7 * (3 + 4) + 2 * 4);
+    model_free(&m);
 }
 
 /* Configs PyTorch can run build too: no merging (win_size 1), one layer,

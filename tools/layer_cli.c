@@ -128,8 +128,9 @@ int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_co
             for (int k = 0, at = 0; k < c->n_in; k++)
                 at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", k ? ", " : "",
                                tg_layer_input_at(c->layer, k)->name);
-            return tg_cli_fail(cmd, "--input %s: %s has no input of that name (inputs: %s)",
-                               files->name[i], name, list);
+            return tg_cli_fail(cmd, "--input %s: %s has no input of that name with this config "
+                               "(inputs: %s; see tgraph layers %s)", files->name[i], name, list,
+                               name);
         }
     }
     if (!(c->g = tg_graph_new(dt))) return tg_cli_fail(cmd, "%s", tg_last_error());
