@@ -12,5 +12,6 @@
 #include "tsa.h"
 #include "seg_merging.h"
 #include "crossformer.h"
+#include "linear_forecast.h"
 
 #endif

@@ -14,6 +14,8 @@ static const tg_cli_cmd *const commands[] = {
     &tg_cmd_compare,
     &tg_cmd_layers,
     &tg_cmd_demo,
+    &tg_cmd_train,
+    &tg_cmd_eval,
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
