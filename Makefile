@@ -5,6 +5,7 @@
 #   make run        the main job (see README)
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
 #   make bench      the benchmark table
+#   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -31,7 +32,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion
+.PHONY: all test run asan clean check-criterion bench-gemm
 all: $(LIB_A) $(LIB_SO) $(TOOL)
 
 $(BUILD)/%.o: %.c
@@ -75,6 +76,14 @@ test: check-criterion $(TESTS) $(TOOL)
 
 run: $(TOOL)
 	$(TOOL) demo
+
+# ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
+BENCH_ARGS ?= --suite
+$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench-gemm: $(BUILD)/gemm-bench
+	$(BUILD)/gemm-bench $(BENCH_ARGS)
 
 # ---- sanitizers ----
 asan:
