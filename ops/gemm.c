@@ -250,6 +250,9 @@ typedef struct TG_F(gemm_kernel) {
     int64_t mc, kc, nc;
     TG_F(ukr_fn) packed;    /* a packed (rs_a 1, cs_a mr), b packed (rs_b nr) */
     TG_F(ukr_fn) strided;   /* any strides */
+    /* pack one full panel, mr (pack_a) or nr (pack_b) lanes by kc deep (see pack_a) */
+    void (*pack_a)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
+    void (*pack_b)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
 } TG_F(gemm_kernel);
 
 /* One GEMM (a single batch item). */
@@ -345,6 +348,133 @@ UKR_DEFINE(ukr_avx512, TG_T, 12, ROWS12, "avx512f,avx2,fma")
 #  undef U_SET1
 #endif
 
+/* ---- full-panel packers (see pack_a below): portable, width fixed at compile time ---- */
+__attribute__((always_inline)) static inline void TG_F(panel_body)(const TG_T *src, int64_t ls,
+                                                                   int64_t ps, int64_t kc,
+                                                                   TG_T *dst, const int w)
+{
+    if (ls == 1) {
+        for (int64_t p = 0; p < kc; p++)
+            for (int l = 0; l < w; l++) dst[p * w + l] = src[p * ps + l];
+    } else {
+        for (int l = 0; l < w; l++)
+            for (int64_t p = 0; p < kc; p++) dst[p * w + l] = src[l * ls + p * ps];
+    }
+}
+#define PANEL_FN(W)                                                                           \
+    static void TG_F(panel_##W)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst) \
+    {                                                                                         \
+        TG_F(panel_body)(src, ls, ps, kc, dst, W);                                            \
+    }
+PANEL_FN(4)
+PANEL_FN(8)
+#if TG_GEMM_X86
+PANEL_FN(6)
+PANEL_FN(12)
+PANEL_FN(16)
+#  if TG_KERNELS == 32
+PANEL_FN(32)
+#  endif
+#endif
+#undef PANEL_FN
+
+#if TG_GEMM_X86 && TG_KERNELS == 32
+/* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes where the depth is
+ * contiguous, vector copies where the lanes are. */
+#define TR8X8(r0, r1, r2, r3, r4, r5, r6, r7)                                               \
+    do {                                                                                    \
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);            \
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);            \
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);            \
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);            \
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);  \
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);  \
+        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);  \
+        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);  \
+        r0 = _mm256_permute2f128_ps(u0, u4, 0x20);                                          \
+        r1 = _mm256_permute2f128_ps(u1, u5, 0x20);                                          \
+        r2 = _mm256_permute2f128_ps(u2, u6, 0x20);                                          \
+        r3 = _mm256_permute2f128_ps(u3, u7, 0x20);                                          \
+        r4 = _mm256_permute2f128_ps(u0, u4, 0x31);                                          \
+        r5 = _mm256_permute2f128_ps(u1, u5, 0x31);                                          \
+        r6 = _mm256_permute2f128_ps(u2, u6, 0x31);                                          \
+        r7 = _mm256_permute2f128_ps(u3, u7, 0x31);                                          \
+    } while (0)
+
+__attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *src, int64_t ls,
+                                                                 int64_t ps, int64_t kc,
+                                                                 float *dst)
+{
+    if (ps != 1) {
+        panel_6_f32(src, ls, ps, kc, dst);
+        return;
+    }
+    /* rows of A contiguous in k: 8 k at a time, 6 rows (+2 dummies) transposed.
+     * Each 8-wide store spills 2 dummy lanes that the next store overwrites. */
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r0 = _mm256_loadu_ps(src + p), r1 = _mm256_loadu_ps(src + ls + p);
+        __m256 r2 = _mm256_loadu_ps(src + 2 * ls + p), r3 = _mm256_loadu_ps(src + 3 * ls + p);
+        __m256 r4 = _mm256_loadu_ps(src + 4 * ls + p), r5 = _mm256_loadu_ps(src + 5 * ls + p);
+        __m256 r6 = _mm256_setzero_ps(), r7 = _mm256_setzero_ps();
+        TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
+        float *d = dst + p * 6;
+        _mm256_storeu_ps(d, r0);
+        _mm256_storeu_ps(d + 6, r1);
+        _mm256_storeu_ps(d + 12, r2);
+        _mm256_storeu_ps(d + 18, r3);
+        _mm256_storeu_ps(d + 24, r4);
+        _mm256_storeu_ps(d + 30, r5);
+        _mm256_storeu_ps(d + 36, r6);
+        _mm_storeu_ps(d + 42, _mm256_castps256_ps128(r7));
+        _mm_storel_pi((__m64 *)(void *)(d + 46), _mm256_extractf128_ps(r7, 1));
+    }
+    for (; p < kc; p++)
+        for (int l = 0; l < 6; l++) dst[p * 6 + l] = src[l * ls + p];
+}
+
+__attribute__((target("avx2,fma"))) static void panel_16_avx2_f32(const float *src, int64_t ls,
+                                                                  int64_t ps, int64_t kc,
+                                                                  float *dst)
+{
+    if (ls == 1) {   /* rows of B contiguous in j: two vector copies per k */
+        for (int64_t p = 0; p < kc; p++) {
+            _mm256_storeu_ps(dst + p * 16, _mm256_loadu_ps(src + p * ps));
+            _mm256_storeu_ps(dst + p * 16 + 8, _mm256_loadu_ps(src + p * ps + 8));
+        }
+        return;
+    }
+    if (ps != 1) {
+        panel_16_f32(src, ls, ps, kc, dst);
+        return;
+    }
+    /* B^T: 16 rows contiguous in k, two 8 x 8 transposes per 8 k */
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        for (int h = 0; h < 2; h++) {
+            const float *s = src + 8 * h * ls + p;
+            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls);
+            __m256 r2 = _mm256_loadu_ps(s + 2 * ls), r3 = _mm256_loadu_ps(s + 3 * ls);
+            __m256 r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
+            __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
+            TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
+            float *d = dst + p * 16 + 8 * h;
+            _mm256_storeu_ps(d, r0);
+            _mm256_storeu_ps(d + 16, r1);
+            _mm256_storeu_ps(d + 32, r2);
+            _mm256_storeu_ps(d + 48, r3);
+            _mm256_storeu_ps(d + 64, r4);
+            _mm256_storeu_ps(d + 80, r5);
+            _mm256_storeu_ps(d + 96, r6);
+            _mm256_storeu_ps(d + 112, r7);
+        }
+    }
+    for (; p < kc; p++)
+        for (int l = 0; l < 16; l++) dst[p * 16 + l] = src[l * ls + p];
+}
+#undef TR8X8
+#endif
+
 /* The kernel table. Blocking for Zen 3 / Skylake-class caches (L1d 32 KiB,
  * L2 >= 512 KiB): the kc x nr B panel fits L1, the mc x kc A block L2, the
  * kc x nc B block L3; mc * kc and kc * nc fit GEMM_A_BYTES and GEMM_B_BYTES. */
@@ -352,16 +482,22 @@ static const TG_F(gemm_kernel) *TG_F(kernel)(void)
 {
     static const TG_F(gemm_kernel) table[TG__GEMM_KERNEL_COUNT] = {
 #if TG_KERNELS == 32
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, 256, 4096, TG_F(ukr_c), TG_F(ukr_c)},
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, 256, 4096, TG_F(ukr_c), TG_F(ukr_c),
+                               TG_F(panel_4), TG_F(panel_8)},
 #  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, 256, 4080, TG_F(ukr_avx2_packed), TG_F(ukr_avx2_strided)},
-        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, 256, 4064, TG_F(ukr_avx512_packed), TG_F(ukr_avx512_strided)},
+        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, 256, 4080, TG_F(ukr_avx2_packed),
+                                  TG_F(ukr_avx2_strided), panel_6_avx2_f32, panel_16_avx2_f32},
+        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, 256, 4064, TG_F(ukr_avx512_packed),
+                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_32)},
 #  endif
 #else
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, 256, 2048, TG_F(ukr_c), TG_F(ukr_c)},
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, 256, 2048, TG_F(ukr_c), TG_F(ukr_c),
+                               TG_F(panel_4), TG_F(panel_8)},
 #  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, 256, 2040, TG_F(ukr_avx2_packed), TG_F(ukr_avx2_strided)},
-        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, 256, 2032, TG_F(ukr_avx512_packed), TG_F(ukr_avx512_strided)},
+        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, 256, 2040, TG_F(ukr_avx2_packed),
+                                  TG_F(ukr_avx2_strided), TG_F(panel_6), TG_F(panel_8)},
+        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, 256, 2032, TG_F(ukr_avx512_packed),
+                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_16)},
 #  endif
 #endif
     };
@@ -369,52 +505,44 @@ static const TG_F(gemm_kernel) *TG_F(kernel)(void)
     return kd->packed ? kd : &table[TG__GEMM_KERNEL_C];
 }
 
-/* ---- packing ---- */
-/* op(A)[i0 : i0+m, p0 : p0+kc] into mr-high panels: panel r holds, for each p,
- * the mr values of column p (zeros below row m). */
-static void TG_F(pack_a)(const TG_F(gemm_prob) *pr, int mr, int64_t i0, int64_t m, int64_t p0,
-                         int64_t kc, TG_T *dst)
+/* ---- packing ----
+ * A panel is w lanes (rows of op(A), or columns of op(B)) by kc deep, stored
+ * depth-major: dst[p*w + l] = src[l*ls + p*ps]. ls == 1 (lanes contiguous) is
+ * a copy; ps == 1 (depth contiguous) a transpose. Full panels go through the
+ * kernel's pack functions (kd->pack_a, kd->pack_b), partial ones through
+ * pack_edge, which zero-fills the missing lanes. */
+static void TG_F(pack_edge)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, int64_t h,
+                            int w, TG_T *dst)
 {
-    for (int64_t r = 0; r < m; r += mr, dst += mr * kc) {
-        int64_t h = m - r < mr ? m - r : mr;
-        if (!pr->ta) {   /* A [M, K]: row i contiguous in k */
-            for (int64_t i = 0; i < h; i++) {
-                const TG_T *src = pr->A + (i0 + r + i) * pr->lda + p0;
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = src[p];
-            }
-        } else {         /* A [K, M]: column p of op(A) contiguous in i */
-            for (int64_t p = 0; p < kc; p++) {
-                const TG_T *src = pr->A + (p0 + p) * pr->lda + i0 + r;
-                for (int64_t i = 0; i < h; i++) dst[p * mr + i] = src[i];
-            }
-        }
-        for (int64_t i = h; i < mr; i++)
-            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = 0;
+    for (int64_t p = 0; p < kc; p++) {
+        for (int64_t l = 0; l < h; l++) dst[p * w + l] = src[l * ls + p * ps];
+        for (int64_t l = h; l < w; l++) dst[p * w + l] = 0;
     }
 }
 
-/* op(B)[p0 : p0+kc, j0 : j0+n] into nr-wide panels: panel s holds, for each p,
- * the nr values of row p (zeros right of column n). */
-static void TG_F(pack_b)(const TG_F(gemm_prob) *pr, int nr, int64_t p0, int64_t kc, int64_t j0,
-                         int64_t n, TG_T *dst)
+/* op(A)[i0 : i0+m, p0 : p0+kc] into mr-high panels (zeros below row m). */
+static void TG_F(pack_a)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t i0,
+                         int64_t m, int64_t p0, int64_t kc, TG_T *dst)
 {
-    for (int64_t s = 0; s < n; s += nr, dst += nr * kc) {
-        int64_t w = n - s < nr ? n - s : nr;
-        if (!pr->tb) {   /* B [K, N]: row p contiguous in j */
-            for (int64_t p = 0; p < kc; p++) {
-                const TG_T *src = pr->B + (p0 + p) * pr->ldb + j0 + s;
-                TG_T *d = dst + p * nr;
-                for (int64_t j = 0; j < w; j++) d[j] = src[j];
-                for (int64_t j = w; j < nr; j++) d[j] = 0;
-            }
-        } else {         /* B [N, K]: column j of op(B) contiguous in p */
-            for (int64_t j = 0; j < w; j++) {
-                const TG_T *src = pr->B + (j0 + s + j) * pr->ldb + p0;
-                for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = src[p];
-            }
-            for (int64_t j = w; j < nr; j++)
-                for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = 0;
-        }
+    const int mr = kd->mr;
+    const int64_t ls = pr->ta ? 1 : pr->lda, ps = pr->ta ? pr->lda : 1;
+    const TG_T *src = pr->A + i0 * ls + p0 * ps;
+    for (int64_t r = 0; r < m; r += mr, dst += mr * kc, src += mr * ls) {
+        if (m - r >= mr) kd->pack_a(src, ls, ps, kc, dst);
+        else TG_F(pack_edge)(src, ls, ps, kc, m - r, mr, dst);
+    }
+}
+
+/* op(B)[p0 : p0+kc, j0 : j0+n] into nr-wide panels (zeros right of column n). */
+static void TG_F(pack_b)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t p0,
+                         int64_t kc, int64_t j0, int64_t n, TG_T *dst)
+{
+    const int nr = kd->nr;
+    const int64_t ls = pr->tb ? pr->ldb : 1, ps = pr->tb ? 1 : pr->ldb;
+    const TG_T *src = pr->B + j0 * ls + p0 * ps;
+    for (int64_t s = 0; s < n; s += nr, dst += nr * kc, src += nr * ls) {
+        if (n - s >= nr) kd->pack_b(src, ls, ps, kc, dst);
+        else TG_F(pack_edge)(src, ls, ps, kc, n - s, nr, dst);
     }
 }
 
@@ -502,7 +630,7 @@ static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) 
     if (n_pack) {
         if ((size_t)K * (size_t)n_pack_pad * sizeof(TG_T) > GEMM_B_BYTES) return false;
         if (!(bp = gemm_buf(1))) return false;
-        TG_F(pack_b)(pr, nr, 0, K, n_full, n_pack, bp);
+        TG_F(pack_b)(pr, kd, 0, K, n_full, n_pack, bp);
     }
     if (M % mr) {
         if ((size_t)K * (size_t)mr * sizeof(TG_T) > GEMM_A_BYTES) return false;
@@ -514,7 +642,7 @@ static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) 
         const TG_T *a = pr->A + i * rs_a;
         int64_t rs = rs_a, cs = cs_a;
         if (m < mr) {   /* the last rows: pack them, zero-padded, instead of reading past A */
-            TG_F(pack_a)(pr, mr, i, m, 0, K, ap);
+            TG_F(pack_a)(pr, kd, i, m, 0, K, ap);
             a = ap, rs = 1, cs = mr;
         }
         for (int64_t j = 0; j < N; j += nr) {
@@ -547,7 +675,7 @@ static void TG_F(pack_b_range)(void *ctx, int64_t begin, int64_t end, int tid)
     const int64_t nr = g->kd->nr;
     (void)tid;
     int64_t j0 = begin * nr, j1 = end * nr < g->nc ? end * nr : g->nc;
-    TG_F(pack_b)(g->pr, (int)nr, g->pc, g->kc, g->jc + j0, j1 - j0, g->bp + j0 * g->kc);
+    TG_F(pack_b)(g->pr, g->kd, g->pc, g->kc, g->jc + j0, j1 - j0, g->bp + j0 * g->kc);
 }
 
 /* Work items [begin, end): item = (row block ic, column split js). */
@@ -567,7 +695,7 @@ static void TG_F(compute_range)(void *ctx, int64_t begin, int64_t end, int tid)
         int64_t s0 = js * n_panels / g->n_js, s1 = (js + 1) * n_panels / g->n_js;
         TG_T *c0 = pr->C + i0 * pr->ldc + g->jc;
         if (ap) {   /* pack the A block once, run the B panels over it */
-            if (packed_ic != ic) TG_F(pack_a)(pr, mr, i0, m, g->pc, kc, ap);
+            if (packed_ic != ic) TG_F(pack_a)(pr, kd, i0, m, g->pc, kc, ap);
             packed_ic = ic;
             for (int64_t s = s0; s < s1; s++) {
                 int64_t j = s * nr, n = g->nc - j < nr ? g->nc - j : nr;
@@ -580,7 +708,7 @@ static void TG_F(compute_range)(void *ctx, int64_t begin, int64_t end, int tid)
             TG_T panel[GEMM_MAX_MR * 256];
             for (int64_t i = 0; i < m; i += mr) {
                 int64_t h = m - i < mr ? m - i : mr;
-                TG_F(pack_a)(pr, mr, i0 + i, h, g->pc, kc, panel);
+                TG_F(pack_a)(pr, kd, i0 + i, h, g->pc, kc, panel);
                 for (int64_t s = s0; s < s1; s++) {
                     int64_t j = s * nr, n = g->nc - j < nr ? g->nc - j : nr;
                     TG_F(tile)(kd, kd->packed, kc, panel, 1, mr, g->bp + j * kc, nr,
