@@ -405,6 +405,16 @@ __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *sr
                                                                  int64_t ps, int64_t kc,
                                                                  float *dst)
 {
+    if (ls == 1) {   /* A transposed: 6 contiguous values per k, rows of A far apart */
+        for (int64_t p = 0; p < kc; p++) {
+            const float *s = src + p * ps;
+            _mm_prefetch((const char *)(s + 8 * ps), _MM_HINT_T0);
+            _mm_storeu_ps(dst + p * 6, _mm_loadu_ps(s));
+            _mm_storel_pi((__m64 *)(void *)(dst + p * 6 + 4),
+                          _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(s + 4))));
+        }
+        return;
+    }
     if (ps != 1) {
         panel_6_f32(src, ls, ps, kc, dst);
         return;
@@ -439,6 +449,7 @@ __attribute__((target("avx2,fma"))) static void panel_16_avx2_f32(const float *s
 {
     if (ls == 1) {   /* rows of B contiguous in j: two vector copies per k */
         for (int64_t p = 0; p < kc; p++) {
+            _mm_prefetch((const char *)(src + (p + 8) * ps), _MM_HINT_T0);
             _mm256_storeu_ps(dst + p * 16, _mm256_loadu_ps(src + p * ps));
             _mm256_storeu_ps(dst + p * 16 + 8, _mm256_loadu_ps(src + p * ps + 8));
         }
