@@ -634,7 +634,9 @@ static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) 
 {
     const int mr = kd->mr, nr = kd->nr;
     const int64_t M = pr->M, N = pr->N, K = pr->K;
-    const int64_t n_full = pr->tb ? 0 : N / nr * nr;   /* columns read in place */
+    /* columns read in place: B rows contiguous and close together (a wide B
+     * read in place thrashes L1 sets; packing it costs 1/M of the product) */
+    const int64_t n_full = !pr->tb && pr->ldb * (int64_t)sizeof(TG_T) <= 512 ? N / nr * nr : 0;
     const int64_t n_pack = N - n_full;                  /* columns packed */
     const int64_t n_pack_pad = (n_pack + nr - 1) / nr * nr;
     TG_T *bp = NULL, *ap = NULL;
@@ -643,27 +645,38 @@ static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) 
         if (!(bp = gemm_buf(1))) return false;
         TG_F(pack_b)(pr, kd, 0, K, n_full, n_pack, bp);
     }
-    if (M % mr) {
+    if (M % mr && M < mr) {   /* fewer rows than a tile: pack them, zero-padded */
         if ((size_t)K * (size_t)mr * sizeof(TG_T) > GEMM_A_BYTES) return false;
         if (!(ap = gemm_buf(0))) return false;
     }
     const int64_t rs_a = pr->ta ? 1 : pr->lda, cs_a = pr->ta ? pr->lda : 1;
+    TG_T t[GEMM_MAX_MR * GEMM_MAX_NR];
     for (int64_t i = 0; i < M; i += mr) {
         int64_t m = M - i < mr ? M - i : mr;
+        int64_t skip = 0;   /* rows of the tile already done by the previous one */
         const TG_T *a = pr->A + i * rs_a;
         int64_t rs = rs_a, cs = cs_a;
-        if (m < mr) {   /* the last rows: pack them, zero-padded, instead of reading past A */
+        if (m < mr && ap) {
             TG_F(pack_a)(pr, kd, i, m, 0, K, ap);
             a = ap, rs = 1, cs = mr;
+        } else if (m < mr) {
+            /* the last rows: run the tile over rows M-mr .. M-1 (overlapping the
+             * previous tile, so nothing is read past A) and keep the new rows */
+            skip = mr - m;
+            a = pr->A + (M - mr) * rs_a;
         }
         for (int64_t j = 0; j < N; j += nr) {
             int64_t n = N - j < nr ? N - j : nr;
-            if (j < n_full)
-                TG_F(tile)(kd, kd->strided, K, a, rs, cs, pr->B + j, pr->ldb,
-                           pr->C + i * pr->ldc + j, pr->ldc, m, n, pr->alpha, pr->beta);
-            else
-                TG_F(tile)(kd, kd->strided, K, a, rs, cs, bp + (j - n_full) * K, nr,
-                           pr->C + i * pr->ldc + j, pr->ldc, m, n, pr->alpha, pr->beta);
+            const TG_T *b = j < n_full ? pr->B + j : bp + (j - n_full) * K;
+            int64_t rs_b = j < n_full ? pr->ldb : nr;
+            TG_T *c = pr->C + i * pr->ldc + j;
+            if (skip) {
+                kd->strided(K, a, rs, cs, b, rs_b, t, nr, 1, 0);
+                TG_F(store_edge)(t + skip * nr, nr, c, pr->ldc, m, n, pr->alpha, pr->beta);
+            } else {
+                TG_F(tile)(kd, kd->strided, K, a, rs, cs, b, rs_b, c, pr->ldc, m, n, pr->alpha,
+                           pr->beta);
+            }
         }
     }
     return true;
@@ -782,10 +795,12 @@ static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
     const TG_F(gemm_kernel) *kd = TG_F(kernel)();
     tg__gemm_path path = (tg__gemm_path)atomic_load_explicit(&gemm_path, memory_order_relaxed);
     if (path == TG__GEMM_PATH_AUTO) {
-        /* small: packing would cost about as much as the product */
-        int64_t mn = pr->M * pr->N;
-        path = (mn <= 64 * 64 || pr->M <= 2 * kd->mr) && pr->K <= 4096 ? TG__GEMM_PATH_SMALL
-                                                                       : TG__GEMM_PATH_PACKED;
+        /* small (A unpacked, B packed whole): as fast as the packed path while
+         * op(B) fits L2, and faster for small M or N, where packing A costs as
+         * much as the product. It runs on one thread: big items go packed. */
+        int64_t n_pad = (pr->N + kd->nr - 1) / kd->nr * kd->nr;
+        bool b_fits = (double)pr->K * (double)n_pad * sizeof(TG_T) <= 512.0 * 1024;
+        path = nthr == 1 && b_fits ? TG__GEMM_PATH_SMALL : TG__GEMM_PATH_PACKED;
     }
     if (path == TG__GEMM_PATH_SMALL && TG_F(gemm_small)(pr, kd)) return;
     if (path != TG__GEMM_PATH_REF && TG_F(gemm_packed)(pr, kd, nthr)) return;
