@@ -628,12 +628,20 @@ static void TG_F(gemm_scale)(const TG_F(gemm_prob) *pr)
     }
 }
 
+/* Depth of the K slices: as few as kd->kc allows, of equal depth. From K
+ * alone (never the thread count or the path), so results do not depend on them. */
+static inline int64_t TG_F(k_slice)(const TG_F(gemm_kernel) *kd, int64_t K)
+{
+    int64_t n_pc = (K + kd->kc - 1) / kd->kc;
+    return (K + n_pc - 1) / n_pc;
+}
+
 /* ---- small path: A unpacked, B in place or packed whole ----
  * Returns false if it cannot run (too big for the buffers, no buffers). */
 static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd)
 {
     const int mr = kd->mr, nr = kd->nr;
-    const int64_t M = pr->M, N = pr->N, K = pr->K;
+    const int64_t M = pr->M, N = pr->N, K = pr->K, kc_max = TG_F(k_slice)(kd, K);
     /* columns read in place: B rows contiguous and close together (a wide B
      * read in place thrashes L1 sets; packing it costs 1/M of the product) */
     const int64_t n_full = !pr->tb && pr->ldb * (int64_t)sizeof(TG_T) <= 512 ? N / nr * nr : 0;
@@ -641,44 +649,46 @@ static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) 
     const int64_t n_pack_pad = (n_pack + nr - 1) / nr * nr;
     TG_T *bp = NULL, *ap = NULL;
     if (n_pack) {
-        if ((size_t)K * (size_t)n_pack_pad * sizeof(TG_T) > GEMM_B_BYTES) return false;
+        if ((size_t)kc_max * (size_t)n_pack_pad * sizeof(TG_T) > GEMM_B_BYTES) return false;
         if (!(bp = gemm_buf(1))) return false;
-        TG_F(pack_b)(pr, kd, 0, K, n_full, n_pack, bp);
     }
-    if (M % mr && M < mr) {   /* fewer rows than a tile: pack them, zero-padded */
-        if ((size_t)K * (size_t)mr * sizeof(TG_T) > GEMM_A_BYTES) return false;
-        if (!(ap = gemm_buf(0))) return false;
-    }
+    if (M < mr && !(ap = gemm_buf(0))) return false;   /* fewer rows than a tile: packed */
     const int64_t rs_a = pr->ta ? 1 : pr->lda, cs_a = pr->ta ? pr->lda : 1;
     TG_T t[GEMM_MAX_MR * GEMM_MAX_NR];
-    for (int64_t i = 0; i < M; i += mr) {
-        int64_t m = M - i < mr ? M - i : mr;
-        int64_t skip = 0;   /* rows of the tile already done by the previous one */
-        const TG_T *a = pr->A + i * rs_a;
-        int64_t rs = rs_a, cs = cs_a;
-        if (m < mr && ap) {
-            TG_F(pack_a)(pr, kd, i, m, 0, K, ap);
-            a = ap, rs = 1, cs = mr;
-        } else if (m < mr) {
-            /* the last rows: run the tile over rows M-mr .. M-1 (overlapping the
-             * previous tile, so nothing is read past A) and keep the new rows */
-            skip = mr - m;
-            a = pr->A + (M - mr) * rs_a;
-        }
-        for (int64_t j = 0; j < N; j += nr) {
-            int64_t n = N - j < nr ? N - j : nr;
-            const TG_T *b = j < n_full ? pr->B + j : bp + (j - n_full) * K;
-            int64_t rs_b = j < n_full ? pr->ldb : nr;
-            TG_T *c = pr->C + i * pr->ldc + j;
-            if (skip && pr->beta == 0 && n == nr) {
-                /* beta == 0: rewriting the overlapped rows gives the same bits */
-                kd->strided(K, a, rs, cs, b, rs_b, c - skip * pr->ldc, pr->ldc, pr->alpha, 0);
-            } else if (skip) {
-                kd->strided(K, a, rs, cs, b, rs_b, t, nr, 1, 0);
-                TG_F(store_edge)(t + skip * nr, nr, c, pr->ldc, m, n, pr->alpha, pr->beta);
-            } else {
-                TG_F(tile)(kd, kd->strided, K, a, rs, cs, b, rs_b, c, pr->ldc, m, n, pr->alpha,
-                           pr->beta);
+    /* the K slices of the packed path, so that both give the same bits */
+    for (int64_t pc = 0; pc < K; pc += kc_max) {
+        const int64_t kc = K - pc < kc_max ? K - pc : kc_max;
+        const TG_T beta = pc == 0 ? pr->beta : 1;
+        if (n_pack) TG_F(pack_b)(pr, kd, pc, kc, n_full, n_pack, bp);
+        for (int64_t i = 0; i < M; i += mr) {
+            int64_t m = M - i < mr ? M - i : mr;
+            int64_t skip = 0;   /* rows of the tile already done by the previous one */
+            const TG_T *a = pr->A + i * rs_a + pc * cs_a;
+            int64_t rs = rs_a, cs = cs_a;
+            if (ap) {
+                TG_F(pack_a)(pr, kd, i, m, pc, kc, ap);
+                a = ap, rs = 1, cs = mr;
+            } else if (m < mr) {
+                /* the last rows: run the tile over rows M-mr .. M-1 (overlapping the
+                 * previous tile, so nothing is read past A) and keep the new rows */
+                skip = mr - m;
+                a = pr->A + (M - mr) * rs_a + pc * cs_a;
+            }
+            for (int64_t j = 0; j < N; j += nr) {
+                int64_t n = N - j < nr ? N - j : nr;
+                const TG_T *b = j < n_full ? pr->B + pc * pr->ldb + j : bp + (j - n_full) * kc;
+                int64_t rs_b = j < n_full ? pr->ldb : nr;
+                TG_T *c = pr->C + i * pr->ldc + j;
+                if (skip && beta == 0 && n == nr) {
+                    /* beta == 0: rewriting the overlapped rows gives the same bits */
+                    kd->strided(kc, a, rs, cs, b, rs_b, c - skip * pr->ldc, pr->ldc, pr->alpha, 0);
+                } else if (skip) {
+                    kd->strided(kc, a, rs, cs, b, rs_b, t, nr, 1, 0);
+                    TG_F(store_edge)(t + skip * nr, nr, c, pr->ldc, m, n, pr->alpha, beta);
+                } else {
+                    TG_F(tile)(kd, kd->strided, kc, a, rs, cs, b, rs_b, c, pr->ldc, m, n,
+                               pr->alpha, beta);
+                }
             }
         }
     }
@@ -753,9 +763,7 @@ static bool TG_F(gemm_packed)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel)
     const int mr = kd->mr, nr = kd->nr;
     const int64_t M = pr->M, N = pr->N, K = pr->K;
     TG_F(gemm_block) g = {.pr = pr, .kd = kd, .bp = bp};
-    /* K slices: as few as kd->kc allows, of equal depth (from K alone) */
-    int64_t n_pc = (K + kd->kc - 1) / kd->kc;
-    int64_t kc = (K + n_pc - 1) / n_pc;
+    int64_t kc = TG_F(k_slice)(kd, K);
     /* row blocks: as few as kd->mc allows, a multiple of the thread count when
      * that keeps them at least 4 tiles high, of equal height (whole tiles) */
     int64_t n_ic = (M + kd->mc - 1) / kd->mc;

@@ -317,26 +317,60 @@ Test(gemm, dtype_dispatch)
     }
 }
 
-/* ---- same bits for any thread count ---- */
-Test(gemm, same_bits_for_1_and_2_threads)
+/* ---- same bits for any thread count (and so for whichever path the shape
+ * and thread count pick: small on one thread, packed on two) ---- */
+static void same_bits(int M, int N, int K)
 {
-    enum { M = 301, N = 203, K = 700 };
     float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
-    float *C1 = malloc(sizeof(float) * M * N), *C2 = malloc(sizeof(float) * M * N);
+    float *C0 = malloc(sizeof(float) * M * N), *C1 = malloc(sizeof(float) * M * N);
+    float *C2 = malloc(sizeof(float) * M * N);
     uint64_t s = 3;
     for (int x = 0; x < M * K; x++) A[x] = (float)val(&s);
     for (int x = 0; x < K * N; x++) B[x] = (float)val(&s);
-    for (int tb = 0; tb <= 1; tb++) {
-        tg_threads_set(1);
-        tg_gemm_f32(false, tb, M, N, K, 1.0f, A, K, B, tb ? K : N, 0.0f, C1, N);
-        tg_threads_set(2);
-        tg_gemm_f32(false, tb, M, N, K, 1.0f, A, K, B, tb ? K : N, 0.0f, C2, N);
-        cr_assert(memcmp(C1, C2, sizeof(float) * M * N) == 0, "tb=%d: results differ", tb);
+    for (int x = 0; x < M * N; x++) C0[x] = (float)val(&s);
+    for (int k = 0; k < TG__GEMM_KERNEL_COUNT; k++) {
+        if (!tg__gemm_kernel_set((tg__gemm_kernel)k)) continue;
+        for (int v = 0; v < 8; v++) {
+            bool ta = v & 1, tb = v & 2;
+            float beta = v & 4 ? 0.5f : 0.0f;
+            int lda = ta ? M : K, ldb = tb ? K : N;
+            /* by thread count, on the automatic path */
+            memcpy(C1, C0, sizeof(float) * M * N);
+            memcpy(C2, C0, sizeof(float) * M * N);
+            tg_threads_set(1);
+            tg_gemm_f32(ta, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C1, N);
+            tg_threads_set(2);
+            tg_gemm_f32(ta, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C2, N);
+            cr_assert(memcmp(C1, C2, sizeof(float) * M * N) == 0,
+                      "%s M=%d N=%d K=%d ta=%d tb=%d beta=%g: 1 and 2 threads differ",
+                      tg__gemm_kernel_name((tg__gemm_kernel)k), M, N, K, ta, tb, beta);
+            /* by path */
+            memcpy(C2, C0, sizeof(float) * M * N);
+            tg__gemm_path_set(TG__GEMM_PATH_SMALL);
+            tg_gemm_f32(ta, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C2, N);
+            tg__gemm_path_set(TG__GEMM_PATH_PACKED);
+            memcpy(C1, C0, sizeof(float) * M * N);
+            tg_gemm_f32(ta, tb, M, N, K, 1.5f, A, lda, B, ldb, beta, C1, N);
+            tg__gemm_path_set(TG__GEMM_PATH_AUTO);
+            cr_assert(memcmp(C1, C2, sizeof(float) * M * N) == 0,
+                      "%s M=%d N=%d K=%d ta=%d tb=%d beta=%g: small and packed paths differ",
+                      tg__gemm_kernel_name((tg__gemm_kernel)k), M, N, K, ta, tb, beta);
+        }
     }
+    tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
     free(A);
     free(B);
+    free(C0);
     free(C1);
     free(C2);
+}
+
+Test(gemm, same_bits_for_1_and_2_threads)
+{
+    same_bits(301, 203, 700);   /* packed on both */
+    same_bits(1000, 64, 700);   /* small on one thread, packed on two */
+    same_bits(37, 16, 300);
+    same_bits(5, 33, 520);      /* fewer rows than a tile */
 }
 
 /* ---- allocation failure: the packing buffers cannot be had, results stay right ---- */

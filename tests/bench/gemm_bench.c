@@ -4,7 +4,8 @@
  *
  *   gemm-bench [options] M N K     one shape
  *   gemm-bench --suite             512^3 and the linear / attention layer shapes
- *   gemm-bench --pool              tg_parallel_for round trip on an empty job
+ *   gemm-bench --pool              tg_parallel_for round trip: an empty job, and two
+ *                                  chunks of 2 us and 20 us of work
  *
  * options: -t THREADS (default: 1 and 2)  -b BATCH  --ta  --tb  --beta1  --f64
  *          --kernel c|avx2|avx512  --path auto|small|packed|ref  --time SECONDS
@@ -25,6 +26,13 @@
 #include "threads.h"
 
 static clockid_t clock_id = CLOCK_MONOTONIC;
+
+static double now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static double now_s(void)
 {
@@ -110,6 +118,30 @@ static void run(const shape *s, int threads)
 static void nop(void *ctx, long long b, long long e, int tid) { (void)ctx, (void)b, (void)e, (void)tid; }
 static void nop_fn(void *ctx, int64_t b, int64_t e, int tid) { nop(ctx, b, e, tid); }
 
+/* a chunk that computes for about `us` microseconds (wall clock) */
+static void busy_fn(void *ctx, int64_t b, int64_t e, int tid)
+{
+    double us = *(const double *)ctx, t0 = now_wall();
+    (void)tid;
+    for (int64_t i = b; i < e; i++)
+        while (now_wall() - t0 < (double)(i - b + 1) * us * 1e-6) {}
+}
+
+static void bench_pool_work(int threads, double us)
+{
+    tg_threads_set(threads);
+    enum { REPS = 4000 };
+    static double ts[REPS];
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_wall();
+        tg_parallel_for(2, 1, busy_fn, &us);
+        ts[r] = now_wall() - t0;
+    }
+    qsort(ts, REPS, sizeof(double), cmp_double);
+    printf("pool t=%d two chunks of %.0f us: median %.2f us, p90 %.2f us (ideal %.0f us)\n", threads, us,
+           ts[REPS / 2] * 1e6, ts[REPS * 9 / 10] * 1e6, threads > 1 ? us : 2 * us);
+}
+
 static void bench_pool(int threads)
 {
     tg_threads_set(threads);
@@ -186,6 +218,10 @@ int main(int argc, char **argv)
     int tlist[2] = {threads ? threads : 1, 2}, nt = threads ? 1 : 2;
     if (do_pool) {
         for (int i = 0; i < nt; i++) bench_pool(tlist[i]);
+        for (int i = 0; i < nt; i++) {
+            bench_pool_work(tlist[i], 2);
+            bench_pool_work(tlist[i], 20);
+        }
         return 0;
     }
     if (do_suite) {
