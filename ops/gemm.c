@@ -126,6 +126,7 @@ void tg__gemm_path_set(tg__gemm_path p)
 #define GEMM_B_BYTES ((size_t)4 * 1024 * 1024 + (size_t)64 * 1024)
 #define GEMM_MAX_MR 12
 #define GEMM_MAX_NR 32
+#define GEMM_KC 256       /* K slice depth of every kernel (the stack fallback relies on it) */
 
 typedef struct gemm_bufs { void *a, *b; } gemm_bufs;
 static _Thread_local gemm_bufs tls_bufs;
@@ -493,21 +494,21 @@ static const TG_F(gemm_kernel) *TG_F(kernel)(void)
 {
     static const TG_F(gemm_kernel) table[TG__GEMM_KERNEL_COUNT] = {
 #if TG_KERNELS == 32
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, 256, 4096, TG_F(ukr_c), TG_F(ukr_c),
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, GEMM_KC, 4096, TG_F(ukr_c), TG_F(ukr_c),
                                TG_F(panel_4), TG_F(panel_8)},
 #  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, 256, 4080, TG_F(ukr_avx2_packed),
+        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, GEMM_KC, 4080, TG_F(ukr_avx2_packed),
                                   TG_F(ukr_avx2_strided), panel_6_avx2_f32, panel_16_avx2_f32},
-        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, 256, 4064, TG_F(ukr_avx512_packed),
+        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, GEMM_KC, 4064, TG_F(ukr_avx512_packed),
                                     TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_32)},
 #  endif
 #else
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, 256, 2048, TG_F(ukr_c), TG_F(ukr_c),
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, GEMM_KC, 2048, TG_F(ukr_c), TG_F(ukr_c),
                                TG_F(panel_4), TG_F(panel_8)},
 #  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, 256, 2040, TG_F(ukr_avx2_packed),
+        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, GEMM_KC, 2040, TG_F(ukr_avx2_packed),
                                   TG_F(ukr_avx2_strided), TG_F(panel_6), TG_F(panel_8)},
-        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, 256, 2032, TG_F(ukr_avx512_packed),
+        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, GEMM_KC, 2032, TG_F(ukr_avx512_packed),
                                     TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_16)},
 #  endif
 #endif
@@ -715,6 +716,28 @@ static void TG_F(pack_b_range)(void *ctx, int64_t begin, int64_t end, int tid)
     TG_F(pack_b)(g->pr, g->kd, g->pc, g->kc, g->jc + j0, j1 - j0, g->bp + j0 * g->kc);
 }
 
+/* The A block of rows [i0, i0+m) against B panels [s0, s1) when this thread
+ * has no A buffer (its allocation failed): one mr x kc panel at a time on the
+ * stack. Kept out of line so the usual path does not carry the big frame. */
+__attribute__((noinline)) static void TG_F(block_no_buffer)(const TG_F(gemm_block) *g, int64_t i0,
+                                                            int64_t m, int64_t s0, int64_t s1)
+{
+    const TG_F(gemm_prob) *pr = g->pr;
+    const TG_F(gemm_kernel) *kd = g->kd;
+    const int mr = kd->mr, nr = kd->nr;
+    TG_T panel[GEMM_MAX_MR * GEMM_KC];   /* kc <= kd->kc == GEMM_KC */
+    TG_T *c0 = pr->C + i0 * pr->ldc + g->jc;
+    for (int64_t i = 0; i < m; i += mr) {
+        int64_t h = m - i < mr ? m - i : mr;
+        TG_F(pack_a)(pr, kd, i0 + i, h, g->pc, g->kc, panel);
+        for (int64_t s = s0; s < s1; s++) {
+            int64_t j = s * nr, n = g->nc - j < nr ? g->nc - j : nr;
+            TG_F(tile)(kd, kd->packed, g->kc, panel, 1, mr, g->bp + j * g->kc, nr,
+                       c0 + i * pr->ldc + j, pr->ldc, h, n, pr->alpha, g->beta);
+        }
+    }
+}
+
 /* Work items [begin, end): item = (row block ic, column split js). */
 static void TG_F(compute_range)(void *ctx, int64_t begin, int64_t end, int tid)
 {
@@ -741,17 +764,8 @@ static void TG_F(compute_range)(void *ctx, int64_t begin, int64_t end, int tid)
                                c0 + i * pr->ldc + j, pr->ldc, m - i < mr ? m - i : mr, n,
                                pr->alpha, g->beta);
             }
-        } else {    /* no buffer for A on this thread: one mr x kc panel at a time on the stack */
-            TG_T panel[GEMM_MAX_MR * 256];
-            for (int64_t i = 0; i < m; i += mr) {
-                int64_t h = m - i < mr ? m - i : mr;
-                TG_F(pack_a)(pr, kd, i0 + i, h, g->pc, kc, panel);
-                for (int64_t s = s0; s < s1; s++) {
-                    int64_t j = s * nr, n = g->nc - j < nr ? g->nc - j : nr;
-                    TG_F(tile)(kd, kd->packed, kc, panel, 1, mr, g->bp + j * kc, nr,
-                               c0 + i * pr->ldc + j, pr->ldc, h, n, pr->alpha, g->beta);
-                }
-            }
+        } else {
+            TG_F(block_no_buffer)(g, i0, m, s0, s1);
         }
     }
 }

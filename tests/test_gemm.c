@@ -373,6 +373,36 @@ Test(gemm, same_bits_for_1_and_2_threads)
     same_bits(5, 33, 520);      /* fewer rows than a tile */
 }
 
+/* ---- no allocation in steady state: buffers are per thread, made once ---- */
+Test(gemm, no_allocation_after_the_first_call)
+{
+    enum { M = 200, N = 96, K = 300 };
+    static float A[M * K], B[K * N], C[M * N];
+    uint64_t s = 9;
+    for (int x = 0; x < M * K; x++) A[x] = (float)val(&s);
+    for (int x = 0; x < K * N; x++) B[x] = (float)val(&s);
+    /* one thread: nothing after the first call of each path */
+    tg_threads_set(1);
+    for (int p = TG__GEMM_PATH_SMALL; p <= TG__GEMM_PATH_PACKED; p++) {
+        tg__gemm_path_set((tg__gemm_path)p);
+        tg_gemm_f32(false, true, M, N, K, 1.0f, A, K, B, K, 0.0f, C, N);
+        uint64_t before = tg__alloc_count();
+        for (int r = 0; r < 20; r++) tg_gemm_f32(r & 1, r & 2, M, N, K, 1.0f, A, r & 1 ? M : K, B, r & 2 ? K : N, 0.0f, C, N);
+        cr_assert(tg__alloc_count() == before, "%s path allocated %llu times in steady state",
+                  p == TG__GEMM_PATH_SMALL ? "small" : "packed",
+                  (unsigned long long)(tg__alloc_count() - before));
+    }
+    /* two threads: at most the two buffers of each pool thread, however many calls */
+    tg_threads_set(2);
+    tg__gemm_path_set(TG__GEMM_PATH_PACKED);
+    uint64_t before = tg__alloc_count();
+    for (int r = 0; r < 200; r++) tg_gemm_f32(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+    for (int r = 0; r < 50; r++) tg_gemm_batched_f32(false, true, 40, 16, 16, 32, 1.0f, A, 32, 512, B, 32, 512, 0.0f, C, 16, 256);
+    cr_assert(tg__alloc_count() - before <= 2, "%llu allocations over 250 calls",
+              (unsigned long long)(tg__alloc_count() - before));
+    tg__gemm_path_set(TG__GEMM_PATH_AUTO);
+}
+
 /* ---- allocation failure: the packing buffers cannot be had, results stay right ---- */
 typedef struct fail_arg { bool warm; int threads; } fail_arg;
 
