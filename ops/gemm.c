@@ -15,9 +15,11 @@
  *                 packs them into MR-high panels in its own buffer, and runs
  *                 the microkernel over the block (jr outer, ir inner: the
  *                 B panel stays in L1, the A block in L2).
- *   small path    for small or skinny problems (attention heads): no packing
- *                 of A (the microkernel broadcasts straight from A with its
- *                 strides), B read in place when its rows are contiguous.
+ *   small path    for one-thread items whose op(B) fits L2 (attention heads,
+ *                 batched items): no packing of A (the microkernel broadcasts
+ *                 straight from A through its strides); B read in place when
+ *                 its rows are short and contiguous, else packed whole per K
+ *                 slice. Same K slices as the packed path, so the same bits.
  *
  * Batched calls run items in parallel when they are small or many, and each
  * item in parallel (over row blocks, or column panels when M is small) when
@@ -101,7 +103,7 @@ bool tg__gemm_kernel_set(tg__gemm_kernel k)
         atomic_store(&gemm_kernel, (int)kernel_auto());
         return true;
     }
-    if ((int)k < 0 || k > TG__GEMM_KERNEL_COUNT || !kernel_supported(k)) return false;
+    if ((int)k < 0 || k >= TG__GEMM_KERNEL_COUNT || !kernel_supported(k)) return false;
     atomic_store(&gemm_kernel, (int)k);
     return true;
 }
@@ -181,39 +183,39 @@ static void *gemm_buf(int which)
 #define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ROWS12(X) ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
 
-#define UKR_DEFINE(NAME, T, MR, ROWS, TARGET)                                                  \
-    __attribute__((target(TARGET), always_inline)) static inline void TG_F(NAME##_body)(             \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,     \
-        int64_t ldc, T alpha, T beta)                                                          \
-    {                                                                                          \
-        ROWS(UKR_DECL)                                                                         \
-        if (beta != 0) { ROWS(UKR_PF) }                                                        \
-        for (int64_t p = 0; p < k; p++) {                                                      \
-            UV b_lo = U_LOAD(b), b_hi = U_LOAD(b + U_VL);                                      \
-            ROWS(UKR_STEP)                                                                     \
-            a += cs_a;                                                                         \
-            b += rs_b;                                                                         \
-        }                                                                                      \
-        UV va = U_SET1(alpha);                                                                 \
-        if (beta == 0) {                                                                       \
-            ROWS(UKR_ST0)                                                                      \
-        } else {                                                                               \
-            UV vb = U_SET1(beta);                                                              \
-            ROWS(UKR_STB)                                                                      \
-        }                                                                                      \
-    }                                                                                          \
-    __attribute__((target(TARGET))) static void TG_F(NAME##_packed)(                                 \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,     \
-        int64_t ldc, T alpha, T beta)                                                          \
-    {                                                                                          \
-        (void)rs_a, (void)cs_a, (void)rs_b;                                                    \
-        TG_F(NAME##_body)(k, a, 1, MR, b, 2 * U_VL, c, ldc, alpha, beta);                            \
-    }                                                                                          \
-    __attribute__((target(TARGET))) static void TG_F(NAME##_strided)(                                \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,     \
-        int64_t ldc, T alpha, T beta)                                                          \
-    {                                                                                          \
-        TG_F(NAME##_body)(k, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);                           \
+#define UKR_DEFINE(NAME, T, MR, ROWS, TARGET)                                                   \
+    __attribute__((target(TARGET), always_inline)) static inline void TG_F(NAME##_body)(        \
+        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
+        int64_t ldc, T alpha, T beta)                                                           \
+    {                                                                                           \
+        ROWS(UKR_DECL)                                                                          \
+        if (beta != 0) { ROWS(UKR_PF) }                                                         \
+        for (int64_t p = 0; p < k; p++) {                                                       \
+            UV b_lo = U_LOAD(b), b_hi = U_LOAD(b + U_VL);                                       \
+            ROWS(UKR_STEP)                                                                      \
+            a += cs_a;                                                                          \
+            b += rs_b;                                                                          \
+        }                                                                                       \
+        UV va = U_SET1(alpha);                                                                  \
+        if (beta == 0) {                                                                        \
+            ROWS(UKR_ST0)                                                                       \
+        } else {                                                                                \
+            UV vb = U_SET1(beta);                                                               \
+            ROWS(UKR_STB)                                                                       \
+        }                                                                                       \
+    }                                                                                           \
+    __attribute__((target(TARGET))) static void TG_F(NAME##_packed)(                            \
+        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
+        int64_t ldc, T alpha, T beta)                                                           \
+    {                                                                                           \
+        (void)rs_a, (void)cs_a, (void)rs_b;                                                     \
+        TG_F(NAME##_body)(k, a, 1, MR, b, 2 * U_VL, c, ldc, alpha, beta);                       \
+    }                                                                                           \
+    __attribute__((target(TARGET))) static void TG_F(NAME##_strided)(                           \
+        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
+        int64_t ldc, T alpha, T beta)                                                           \
+    {                                                                                           \
+        TG_F(NAME##_body)(k, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);                      \
     }
 #endif
 
