@@ -218,6 +218,7 @@ ParameterizedTestParameters(gemm, shapes)
         T4(12, 32, 8, 0, 1.0, 0.0),      /* exactly one AVX-512 tile */
         T4(300, 40, 517, 2, 1.0, 0.0),   /* K over KC: three K slices; M over MC */
         T4(5, 4100, 3, 1, 1.0, 0.5),     /* N over NC */
+        T4(20, 2000, 70, 1, 1.0, 0.5),   /* few rows, big: the columns are split over threads */
     };
     return cr_make_param_array(gemm_case, cases, sizeof cases / sizeof cases[0]);
 }
