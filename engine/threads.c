@@ -183,6 +183,22 @@ static void at_exit_stop(void)
     pthread_mutex_unlock(&job_lock);
 }
 
+/* In the child of a fork: the workers were not copied. Forget them and reset
+ * the locks (only the forking thread exists); the pool restarts on the next
+ * job, which also resets the job state. Nothing is locked around the fork, so
+ * forking from inside a job callback cannot deadlock. */
+static void at_fork_child(void)
+{
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_cond_init(&P.wake, NULL);
+    pthread_cond_init(&P.done_cv, NULL);
+    P.started = 0;
+    atomic_store(&P.sleepers, 0);
+    atomic_store(&P.caller_waiting, false);
+    atomic_store(&P.quit, false);
+    pthread_mutex_init(&job_lock, NULL);
+}
+
 /* With job_lock held. */
 static void ensure_started(void)
 {
@@ -191,6 +207,7 @@ static void ensure_started(void)
     if (!registered) {
         registered = 1;
         atexit(at_exit_stop);
+        pthread_atfork(NULL, NULL, at_fork_child);
         const char *s = getenv("TG_THREADS_SPIN_US");
         if (s && *s) {
             long us = strtol(s, NULL, 10);

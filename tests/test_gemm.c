@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gemm.h"
 #include "internal.h"
@@ -569,4 +571,35 @@ Test(threads, concurrent_callers)
         pthread_join(t[i], &ret);
         cr_assert(ret == NULL);
     }
+}
+
+/* a child of fork() gets a working pool (it restarts; the parent's keeps going) */
+Test(threads, works_after_fork)
+{
+    tg_threads_set(2);
+    atomic_int hits[64];
+    for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
+    visit v = {hits, 0, 0};
+    tg_parallel_for(64, 1, visit_fn, &v);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int ok = 1;
+        for (int r = 0; r < 100 && ok; r++) {
+            for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
+            tg_parallel_for(64, 1, visit_fn, &v);
+            for (int i = 0; i < 64; i++) ok &= atomic_load(&hits[i]) == 1;
+        }
+        ok &= tg_threads_set(3) == TG_OK && tg_threads_get() == 3;
+        for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
+        tg_parallel_for(64, 1, visit_fn, &v);
+        for (int i = 0; i < 64; i++) ok &= atomic_load(&hits[i]) == 1;
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's pool failed");
+    for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
+    tg_parallel_for(64, 1, visit_fn, &v);
+    for (int i = 0; i < 64; i++) cr_assert(atomic_load(&hits[i]) == 1);
 }
