@@ -413,8 +413,8 @@ __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *sr
             const float *s = src + p * ps;
             _mm_prefetch((const char *)(s + 8 * ps), _MM_HINT_T0);
             _mm_storeu_ps(dst + p * 6, _mm_loadu_ps(s));
-            _mm_storel_pi((__m64 *)(void *)(dst + p * 6 + 4),
-                          _mm_castpd_ps(_mm_load_sd((const double *)(const void *)(s + 4))));
+            dst[p * 6 + 4] = s[4];
+            dst[p * 6 + 5] = s[5];
         }
         return;
     }
@@ -440,7 +440,7 @@ __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *sr
         _mm256_storeu_ps(d + 30, r5);
         _mm256_storeu_ps(d + 36, r6);
         _mm_storeu_ps(d + 42, _mm256_castps256_ps128(r7));
-        _mm_storel_pi((__m64 *)(void *)(d + 46), _mm256_extractf128_ps(r7, 1));
+        _mm_storeu_si64(d + 46, _mm_castps_si128(_mm256_extractf128_ps(r7, 1)));
     }
     for (; p < kc; p++)
         for (int l = 0; l < 6; l++) dst[p * 6 + l] = src[l * ls + p];
