@@ -67,7 +67,7 @@ static int64_t spin_ns = (int64_t)TG_SPIN_US * 1000;
 #define WORD_GEN(w)  ((uint32_t)((w) >> 32))
 #define WORD_NCH(w)  ((int64_t)(((w) >> 16) & 0xffff))
 #define WORD_NEXT(w) ((int64_t)((w) & 0xffff))
-#define MAX_CHUNKS   (4 * TG_MAX_THREADS)   /* fits the 16-bit fields */
+#define MAX_CHUNKS   (16 * TG_MAX_THREADS)  /* fits the 16-bit fields */
 
 static inline void cpu_relax(void)
 {
@@ -254,7 +254,9 @@ void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
         return;
     }
     int64_t chunks = (n + grain - 1) / grain;
-    int64_t want = 4 * (int64_t)P.started;   /* a few chunks per thread balance the load */
+    /* several chunks per thread balance the load, also when a worker is
+     * preempted (a shared machine): the others take its share meanwhile */
+    int64_t want = 16 * (int64_t)P.started;
     if (chunks > want) chunks = want;
     if (chunks > MAX_CHUNKS) chunks = MAX_CHUNKS;
     P.fn = fn;
