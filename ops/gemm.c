@@ -853,6 +853,44 @@ static bool TG_F(gemm_packed)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel)
     return true;
 }
 
+/* ---- split: C cut into independent parts, one serial packed GEMM each ----
+ * For problems with many K slices, where the packed path's two hand-offs per
+ * slice (every thread waits for the slowest) cost more than each thread
+ * packing the operand the parts share.
+ * Cuts fall on tile boundaries, so the tiles (and the bits) are unchanged. */
+typedef struct TG_F(gemm_split) {
+    const TG_F(gemm_prob) *pr;
+    const TG_F(gemm_kernel) *kd;
+    bool by_rows;
+    int64_t parts;
+} TG_F(gemm_split);
+
+static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(gemm_split) *sp = ctx;
+    const TG_F(gemm_prob) *pr = sp->pr;
+    const int64_t unit = sp->by_rows ? sp->kd->mr : sp->kd->nr;
+    const int64_t extent = sp->by_rows ? pr->M : pr->N, units = (extent + unit - 1) / unit;
+    (void)tid;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t lo = part * units / sp->parts * unit;
+        int64_t hi = (part + 1) * units / sp->parts * unit;
+        if (hi > extent) hi = extent;
+        if (lo >= hi) continue;
+        TG_F(gemm_prob) sub = *pr;
+        if (sp->by_rows) {
+            sub.M = hi - lo;
+            sub.A += pr->ta ? lo : lo * pr->lda;
+            sub.C += lo * pr->ldc;
+        } else {
+            sub.N = hi - lo;
+            sub.B += pr->tb ? lo * pr->ldb : lo;
+            sub.C += lo;
+        }
+        if (!TG_F(gemm_packed)(&sub, sp->kd, 1)) TG_F(gemm_ref)(&sub, 1);
+    }
+}
+
 /* ---- one problem, with nthr threads ---- */
 static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
 {
@@ -871,6 +909,17 @@ static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
         path = nthr == 1 && b_fits ? TG__GEMM_PATH_SMALL : TG__GEMM_PATH_PACKED;
     }
     if (path == TG__GEMM_PATH_SMALL && TG_F(gemm_small)(pr, kd)) return;
+    if (path == TG__GEMM_PATH_PACKED && nthr > 1) {
+        /* many K slices (>= 8): one part of C per thread (measured ~10% faster
+         * for dW-like shapes, 256 x 256 x 10752; slower with 2 slices) */
+        bool by_rows = pr->M >= pr->N;
+        int64_t extent = by_rows ? pr->M : pr->N, unit = by_rows ? kd->mr : kd->nr;
+        if (pr->K > 7 * kd->kc && extent >= (int64_t)nthr * 4 * unit) {
+            TG_F(gemm_split) sp = {pr, kd, by_rows, nthr};
+            tg_parallel_for(sp.parts, 1, TG_F(split_range), &sp);
+            return;
+        }
+    }
     if (path != TG__GEMM_PATH_REF && TG_F(gemm_packed)(pr, kd, nthr)) return;
     TG_F(gemm_ref)(pr, nthr);
 }

@@ -221,6 +221,8 @@ ParameterizedTestParameters(gemm, shapes)
         T4(300, 40, 517, 2, 1.0, 0.0),   /* K over KC: three K slices; M over MC */
         T4(5, 4100, 3, 1, 1.0, 0.5),     /* N over NC */
         T4(20, 2000, 70, 1, 1.0, 0.5),   /* few rows, big: the columns are split over threads */
+        T4(64, 40, 2000, 2, 1.0, 0.5),   /* many K slices: C split by rows over threads */
+        T4(30, 140, 1900, 0, -1.0, 1.0), /* many K slices: C split by columns */
     };
     return cr_make_param_array(gemm_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -374,6 +376,8 @@ Test(gemm, same_bits_for_1_and_2_threads)
     same_bits(1000, 64, 700);   /* small on one thread, packed on two */
     same_bits(37, 16, 300);
     same_bits(5, 33, 520);      /* fewer rows than a tile */
+    same_bits(64, 40, 2000);    /* small on one thread, split by rows on two */
+    same_bits(30, 140, 1900);   /* split by columns on two */
 }
 
 /* ---- no allocation in steady state: buffers are per thread, made once ---- */
