@@ -27,13 +27,27 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
+# Headers installed under include/tgraph/; the rest are library-private.
+PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
+                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h
+PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
+STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+PCDIR      ?= $(LIBDIR)/pkgconfig
+
 LIB_A  := $(BUILD)/libtgraph.a
 LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion bench-gemm
-all: $(LIB_A) $(LIB_SO) $(TOOL)
+.PHONY: all test run asan clean check-criterion diagrams install uninstall headers bench-gemm
+all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -51,6 +65,36 @@ $(LIB_SO): $(LIB_OBJ) engine/exports.map
 
 $(TOOL): $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
+
+# ---- public headers, staged as they are installed: include/tgraph/*.h ----
+vpath %.h engine ops layers
+headers: $(STAGED_HEADERS)
+$(BUILD)/include/tgraph/%.h: %.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(BUILD)/tgraph.pc: tools/tgraph.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# ---- install: make install [PREFIX=/usr/local] [DESTDIR=] ----
+install: all $(BUILD)/tgraph.pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/tgraph $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtgraph.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so.$(SOVERSION)
+	ln -sf libtgraph.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so
+	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tgraph/
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(BUILD)/tgraph.pc $(DESTDIR)$(PCDIR)/
+	install -m 644 tools/tgraph.1 $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libtgraph.a $(DESTDIR)$(LIBDIR)/libtgraph.so \
+	      $(DESTDIR)$(LIBDIR)/libtgraph.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtgraph.so.$(VERSION) \
+	      $(DESTDIR)$(BINDIR)/tgraph $(DESTDIR)$(PCDIR)/tgraph.pc $(DESTDIR)$(MANDIR)/man1/tgraph.1
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/tgraph
 
 # ---- tests ----
 check-criterion:
@@ -71,11 +115,23 @@ $(BUILD)/tests/%.o: tests/%.c | check-criterion
 $(TESTS): $(TEST_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) -lcriterion $(LDLIBS)
 
-test: check-criterion $(TESTS) $(TOOL)
+test: check-criterion $(TESTS) $(TOOL) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
+	sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
 	$(TOOL) demo
+
+# ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
+diagrams: $(TOOL)
+	@mkdir -p $(BUILD)/diagrams
+	@for l in $$($(TOOL) layers --names); do \
+	  $(TOOL) dot $$l -o $(BUILD)/diagrams/$$l.dot --svg $(BUILD)/diagrams/$$l.svg || exit 1; \
+	  $(TOOL) dot $$l --backward -o $(BUILD)/diagrams/$$l-backward.dot \
+	      --svg $(BUILD)/diagrams/$$l-backward.svg || exit 1; \
+	  $(TOOL) dot $$l --depth 1 -o $(BUILD)/diagrams/$$l-depth1.dot \
+	      --svg $(BUILD)/diagrams/$$l-depth1.svg || exit 1; \
+	done; echo "diagrams in $(BUILD)/diagrams/"
 
 # ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
 BENCH_ARGS ?= --suite

@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -34,7 +35,11 @@ void tg_clear_error(void) { last_error[0] = '\0'; }
 
 tg_status tg__vset_error(tg_status st, const char *fmt, va_list ap)
 {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    /* format aside first, so a message may quote the previous one
+     * (tg_set_error(st, "%s: %s", file, tg_last_error())) */
+    char msg[sizeof last_error];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
     return st;
 }
 

@@ -37,7 +37,9 @@ const char *tg_status_str(tg_status st);
 const char *tg_last_error(void);
 
 /* Record a message as this thread's last error and return st (printf-style).
- * Public so that code built on tgraph (custom ops, loaders) reports the same way. */
+ * The arguments may include tg_last_error() itself, to add context to a
+ * message. Public so that code built on tgraph (custom ops, loaders) reports
+ * the same way. */
 tg_status tg_set_error(tg_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -26,6 +26,7 @@ tg_graph *tg_graph_new(tg_dtype float_dtype)
     tg_graph *g = tg__calloc(1, sizeof *g);
     if (!g) goto oom;
     g->dtype = float_dtype;
+    g->grad_enabled = true;
     tg_rng_seed(&g->rng, 0);
     g->scopes = tg__calloc(16, sizeof *g->scopes);
     if (!g->scopes) goto oom;
@@ -454,6 +455,19 @@ void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed); }
 tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
 void tg_graph_set_check_finite(tg_graph *g, bool on) { g->check_finite = on; }
 
+void tg_graph_set_grad_enabled(tg_graph *g, bool enabled)
+{
+    if (g->grad_enabled != enabled) g->planned = false;
+    g->grad_enabled = enabled;
+}
+
+void tg_node_keep(tg_node *n)
+{
+    if (!n || n->keep) return;
+    n->keep = true;
+    n->graph->planned = false;
+}
+
 /* ------------------------------------------------------------------- run */
 
 /* Where node n sits, for messages: "node 12 (softmax dim=-1) in time_attention". */
@@ -502,6 +516,15 @@ static tg_status run_failed(const tg_node *n, const char *pass, tg_status st)
     return tg_set_error(st, "%s of %s: %s", pass, where, msg);
 }
 
+static bool is_view(const tg_node *n) { return n->op && (n->op->flags & TG_OP_VIEW); }
+
+/* The node whose gradient buffer n's gradient is (views share their input's). */
+static tg_node *grad_root(tg_node *n)
+{
+    while (is_view(n)) n = n->in[0];
+    return n;
+}
+
 static tg_status ready(tg_graph *g)
 {
     if (!g) return tg_set_error(TG_ERR_INVALID, "graph is NULL");
@@ -530,6 +553,8 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
     if (st) return st;
     if (!out || out->graph != g)
         return tg_set_error(TG_ERR_INVALID, "backward: output node is NULL or from another graph");
+    if (!g->grad_enabled)
+        return tg_set_error(TG_ERR_STATE, "backward: gradients are disabled on this graph");
     if (!g->ran_forward) return tg_set_error(TG_ERR_STATE, "backward: run forward first");
     if (!out->requires_grad)
         return tg_set_error(TG_ERR_INVALID,
@@ -550,17 +575,6 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
         return tg_set_error(TG_ERR_DTYPE, "backward: dy must be float, got %s",
                             tg_dtype_name(dy->dtype));
 
-    /* reset every gradient the graph owns; parameters accumulate */
-    for (int i = 0; i < g->n_nodes; i++) {
-        tg_node *n = g->nodes[i];
-        if (n->requires_grad && tg__owns_grad(n))
-            memset(n->grad.data, 0, (size_t)n->grad.numel * tg_dtype_size(n->grad.dtype));
-    }
-    /* seed: grad(out) += dy (or 1) */
-    for (int64_t i = 0; i < out->grad.numel; i++) {
-        double add = dy ? tg_tensor_get(dy, i) : 1.0;
-        tg_tensor_set(&out->grad, i, tg_tensor_get(&out->grad, i) + add);
-    }
     /* mark what out depends on */
     memset(g->reach, 0, (size_t)g->n_nodes);
     g->reach[out->id] = 1;
@@ -569,10 +583,43 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
         if (!g->reach[i]) continue;
         for (int k = 0; k < n->n_in; k++) g->reach[n->in[k]->id] = 1;
     }
+    /* Gradient buffers of op nodes share memory by lifetime, so each is zeroed
+     * just before its first writer (the consumer whose backward runs first);
+     * input leaves' own buffers are zeroed now; parameters accumulate. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        tg_node *n = g->nodes[i];
+        g->first_writer[i] = -1;
+        if (n->kind == TG_NODE_INPUT && n->requires_grad)
+            memset(n->grad.data, 0, (size_t)n->grad.numel * tg_dtype_size(n->grad.dtype));
+    }
     for (int i = out->id; i >= 0; i--) {
         tg_node *n = g->nodes[i];
-        if (!g->reach[i] || !n->requires_grad || n->kind != TG_NODE_OP) continue;
-        if (n->op->flags & TG_OP_VIEW) continue;
+        if (!g->reach[i] || !n->requires_grad || n->kind != TG_NODE_OP || is_view(n)) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            const tg_node *r = grad_root(n->in[k]);
+            if (r->requires_grad && r->kind == TG_NODE_OP && g->first_writer[r->id] == -1)
+                g->first_writer[r->id] = i;
+        }
+    }
+    const tg_node *oroot = grad_root(out);
+    if (oroot->kind == TG_NODE_OP)
+        memset(oroot->grad.data, 0, (size_t)oroot->grad.numel * tg_dtype_size(oroot->grad.dtype));
+    /* seed: grad(out) += dy (or 1) */
+    for (int64_t i = 0; i < out->grad.numel; i++) {
+        double add = dy ? tg_tensor_get(dy, i) : 1.0;
+        tg_tensor_set(&out->grad, i, tg_tensor_get(&out->grad, i) + add);
+    }
+    for (int i = out->id; i >= 0; i--) {
+        tg_node *n = g->nodes[i];
+        if (!g->reach[i] || !n->requires_grad || n->kind != TG_NODE_OP || is_view(n)) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            tg_node *r = grad_root(n->in[k]);
+            if (r->requires_grad && r->kind == TG_NODE_OP && g->first_writer[r->id] == i &&
+                r != oroot) {
+                memset(r->grad.data, 0, (size_t)r->grad.numel * tg_dtype_size(r->grad.dtype));
+                g->first_writer[r->id] = -2;   /* zeroed once, even if n uses it twice */
+            }
+        }
         st = n->op->backward(n);
         if (st) return run_failed(n, "backward", st);
     }

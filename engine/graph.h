@@ -126,7 +126,20 @@ tg_rng *tg_graph_rng(tg_graph *g);
  * TG_ERR_NUMERIC naming the first node (op, scope, shape) that produced one. */
 void tg_graph_set_check_finite(tg_graph *g, bool on);
 
-/* Allocate every buffer now (forward does this on its first call). */
+/* Gradients on (default) or off (like torch.no_grad): a graph without
+ * gradients cannot run backward, and its intermediate values share memory by
+ * lifetime, so only outputs (nodes nothing consumes) and kept nodes are
+ * readable after forward. Set before the first run. */
+void tg_graph_set_grad_enabled(tg_graph *g, bool enabled);
+
+/* Keep n's value readable after forward even where memory is shared (an
+ * intermediate result you want to look at, e.g. attention weights). */
+void tg_node_keep(tg_node *n);
+
+/* Allocate every buffer now (forward does this on its first call). Buffers
+ * whose lifetimes do not overlap share memory: the gradients of op nodes are
+ * working memory of the backward pass (read gradients of inputs and
+ * parameters), and without gradients intermediate values are too. */
 tg_status tg_graph_plan(tg_graph *g);
 
 /* Bytes of tensor memory the plan holds (op results, grads, saved values,

@@ -29,6 +29,7 @@ struct tg_graph {
     char       error[1024];
 
     bool       training, check_finite;
+    bool       grad_enabled;   /* false: forward-only, values share memory by lifetime */
     tg_rng     rng;
 
     /* the plan (planner.c) */
@@ -38,13 +39,8 @@ struct tg_graph {
     void      *scratch;
     size_t     scratch_bytes;
     uint8_t   *reach;          /* per node, for backward */
+    int       *first_writer;   /* per node: the first backward to write its grad */
 };
-
-/* True when n's grad buffer belongs to the plan (not a parameter's, not a view's). */
-static inline bool tg__owns_grad(const tg_node *n)
-{
-    return n->kind != TG_NODE_PARAM && !(n->op && (n->op->flags & TG_OP_VIEW));
-}
 
 void tg__plan_release(tg_graph *g);
 void tg__node_where(const tg_node *n, char *buf, size_t len);

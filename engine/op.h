@@ -67,6 +67,7 @@ struct tg_node {
     tg_tensor     value;       /* the result; data set by the plan (leaves: now) */
     tg_tensor     grad;        /* dL/d value; data NULL unless requires_grad */
     bool          requires_grad;
+    bool          keep;        /* value stays readable after forward (tg_node_keep) */
     int           scope;       /* innermost scope at creation */
     const char   *name;        /* leaves: input name / state_dict key */
     tg_param     *param;       /* TG_NODE_PARAM: the parameter */

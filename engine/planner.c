@@ -1,15 +1,35 @@
 /*
- * planner.c - turn a built graph into memory: one block for every op result,
- * gradient and saved buffer, plus one scratch block. Runs once (at the first
- * forward or tg_graph_plan) and again only if nodes were added since.
+ * planner.c - turn a built graph into memory, once: every op result, gradient
+ * and saved buffer gets an offset in one block, and buffers whose lifetimes
+ * do not overlap share bytes. Runs at the first forward (or tg_graph_plan)
+ * and again only if nodes were added since.
  *
- * Views (TG_OP_VIEW) get no memory: their value and grad alias input 0's.
+ * Time runs over forward (node i at t = i) then backward (node i at
+ * t = 2N - i). Lifetimes, per alias group (a node and the views of it, which
+ * share its memory):
+ * - values: [i, last consumer] when gradients are off (forward-only graphs);
+ *   with gradients on they live to the end, since backward may read them.
+ *   Kept nodes (tg_node_keep) and nodes nothing consumes live to the end.
+ * - gradients of op nodes: from the first consumer's backward to the node's
+ *   own backward; input leaves' gradients live to the end (users read them).
+ * - saved buffers (n->buf): from the node's forward to the end.
+ * Offsets are assigned greedily, largest buffer first, at the lowest address
+ * free over its lifetime (the approach of TFLite's and ggml's allocators).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph_impl.h"
+#include "params.h"
 
 #define ALIGN 64
+
+typedef struct {
+    size_t   size, offset;
+    int64_t  t0, t1;        /* inclusive lifetime */
+    int      order;         /* creation order, for a deterministic sort */
+    void   **target;        /* where the address goes */
+} slot;
 
 static size_t aligned_bytes(const tg_tensor *t)
 {
@@ -17,13 +37,24 @@ static size_t aligned_bytes(const tg_tensor *t)
     return (b + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 }
 
+static bool is_view(const tg_node *n) { return n->op && (n->op->flags & TG_OP_VIEW); }
+
+/* The node whose memory n's value (and grad) lives in. */
+static const tg_node *root_of(const tg_node *n)
+{
+    while (is_view(n)) n = n->in[0];
+    return n;
+}
+
 void tg__plan_release(tg_graph *g)
 {
     tg__free_aligned(g->block);
     tg__free_aligned(g->scratch);
     tg__free(g->reach);
+    tg__free(g->first_writer);
     g->block = g->scratch = NULL;
     g->reach = NULL;
+    g->first_writer = NULL;
     g->block_bytes = g->scratch_bytes = 0;
     g->planned = g->ran_forward = false;
 }
@@ -33,45 +64,48 @@ static void propagate_requires_grad(tg_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         tg_node *n = g->nodes[i];
+        if (n->kind == TG_NODE_INPUT && !g->grad_enabled) n->requires_grad = false;
+        if (n->kind == TG_NODE_PARAM) n->requires_grad = g->grad_enabled && !n->param->frozen;
         if (n->kind != TG_NODE_OP) continue;
         bool any = false;
         for (int k = 0; k < n->n_in; k++) any |= n->in[k]->requires_grad;
         n->requires_grad = any && n->op->backward && tg_dtype_is_float(n->value.dtype);
-        if (n->op->flags & TG_OP_VIEW) n->requires_grad = n->in[0]->requires_grad;
+        if (is_view(n)) n->requires_grad = n->in[0]->requires_grad;
     }
 }
 
-/* Walk the nodes; with base == NULL only count bytes, else hand out memory. */
-static size_t layout(tg_graph *g, unsigned char *base)
+static int by_size_desc(const void *a, const void *b)
 {
-    size_t at = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        tg_node *n = g->nodes[i];
-        bool view = n->op && (n->op->flags & TG_OP_VIEW);
-        if (n->kind == TG_NODE_OP) {
-            if (view) {
-                if (base) n->value.data = n->in[0]->value.data;
-            } else {
-                if (base) n->value.data = base + at;
-                at += aligned_bytes(&n->value);
-            }
+    const slot *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->order - y->order;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const slot *x = *(const slot *const *)a, *y = *(const slot *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Greedy placement; returns the block size. `tmp` has room for n pointers. */
+static size_t place(slot *s, int n, slot **tmp)
+{
+    size_t total = 0;
+    qsort(s, (size_t)n, sizeof *s, by_size_desc);
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int j = 0; j < i; j++)
+            if (s[j].t0 <= s[i].t1 && s[i].t0 <= s[j].t1) tmp[k++] = &s[j];
+        qsort(tmp, (size_t)k, sizeof *tmp, by_offset);
+        size_t at = 0;
+        for (int j = 0; j < k; j++) {
+            if (tmp[j]->offset >= at + s[i].size) break;   /* the gap before it fits */
+            if (tmp[j]->offset + tmp[j]->size > at) at = tmp[j]->offset + tmp[j]->size;
         }
-        if (n->requires_grad) {
-            if (view) {
-                if (base) n->grad.data = n->in[0]->grad.data;
-            } else if (n->kind != TG_NODE_PARAM) {
-                if (base) n->grad.data = base + at;
-                at += aligned_bytes(&n->grad);
-            }
-        } else if (n->kind != TG_NODE_PARAM && base) {
-            n->grad.data = NULL;
-        }
-        for (int b = 0; b < n->n_buf; b++) {
-            if (base) n->buf[b].data = base + at;
-            at += aligned_bytes(&n->buf[b]);
-        }
+        s[i].offset = at;
+        if (at + s[i].size > total) total = at + s[i].size;
     }
-    return at;
+    return total;
 }
 
 tg_status tg_graph_plan(tg_graph *g)
@@ -80,23 +114,90 @@ tg_status tg_graph_plan(tg_graph *g)
     if (g->has_error) return tg_set_error(TG_ERR_STATE, "graph is in error: %s", g->error);
     tg__plan_release(g);
     propagate_requires_grad(g);
-    size_t bytes = layout(g, NULL), scratch = 0;
-    for (int i = 0; i < g->n_nodes; i++)
+
+    const int N = g->n_nodes;
+    const int64_t END = 2 * (int64_t)N + 1;
+    int64_t *last_use = tg__malloc(((size_t)N + 1) * sizeof *last_use);
+    int64_t *first_grad = tg__malloc(((size_t)N + 1) * sizeof *first_grad);
+    int *consumers = tg__malloc(((size_t)N + 1) * sizeof *consumers);
+    slot *slots = tg__malloc(((size_t)N * (2 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *slots);
+    slot **tmp = tg__malloc(((size_t)N * (2 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *tmp);
+    g->reach = tg__malloc((size_t)N + 1);
+    g->first_writer = tg__malloc(((size_t)N + 1) * sizeof *g->first_writer);
+    tg_status st = TG_OK;
+    if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer) goto oom;
+
+    /* lifetimes per alias group, recorded on the group's root */
+    for (int i = 0; i < N; i++) {
+        last_use[i] = g->grad_enabled ? END : i;
+        first_grad[i] = -1;
+        consumers[i] = 0;
+    }
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < g->nodes[i]->n_in; k++) consumers[g->nodes[i]->in[k]->id]++;
+    for (int i = 0; i < N; i++) {
+        tg_node *n = g->nodes[i];
+        int r = root_of(n)->id;
+        if (consumers[i] == 0 || n->keep) last_use[r] = END;   /* an output, or kept */
+        for (int k = 0; k < n->n_in; k++) {
+            int a = root_of(n->in[k])->id;
+            if (last_use[a] < i) last_use[a] = i;
+            /* n's backward writes into its inputs' grads: the group's grad is born then */
+            int64_t t = 2 * (int64_t)N - i;
+            if (first_grad[a] < 0 || t < first_grad[a]) first_grad[a] = t;
+        }
+    }
+
+    int ns = 0;
+    for (int i = 0; i < N; i++) {
+        tg_node *n = g->nodes[i];
+        if (n->kind == TG_NODE_OP && !is_view(n))
+            slots[ns++] = (slot){aligned_bytes(&n->value), 0, i, last_use[i], 2 * i,
+                                 &n->value.data};
+        if (n->requires_grad && n->kind != TG_NODE_PARAM && !is_view(n)) {
+            int64_t born = first_grad[i] >= 0 ? first_grad[i] : N;
+            if (born > N && consumers[i] == 0) born = N;
+            int64_t dies = n->kind == TG_NODE_INPUT ? END : 2 * (int64_t)N - i;
+            if (n->kind == TG_NODE_INPUT) born = N;
+            if (born > dies) born = dies;
+            slots[ns++] = (slot){aligned_bytes(&n->grad), 0, born, dies, 2 * i + 1,
+                                 &n->grad.data};
+        } else if (n->kind != TG_NODE_PARAM && !is_view(n)) {
+            n->grad.data = NULL;
+        }
+        for (int b = 0; b < n->n_buf; b++)
+            slots[ns++] = (slot){aligned_bytes(&n->buf[b]), 0, i, END, 2 * N + i * 8 + b,
+                                 &n->buf[b].data};
+    }
+    size_t bytes = place(slots, ns, tmp), scratch = 0;
+    for (int i = 0; i < N; i++)
         if (g->nodes[i]->scratch > scratch) scratch = g->nodes[i]->scratch;
     g->block = tg__malloc_aligned(bytes ? bytes : ALIGN);
     g->scratch = tg__malloc_aligned(scratch ? scratch : ALIGN);
-    g->reach = tg__malloc(g->n_nodes ? (size_t)g->n_nodes : 1);
-    if (!g->block || !g->scratch || !g->reach) {
-        tg__plan_release(g);
-        return tg_set_error(TG_ERR_NOMEM, "plan: out of memory (%zu bytes of buffers, %zu of "
-                            "scratch)", bytes, scratch);
-    }
+    if (!g->block || !g->scratch) goto oom;
     memset(g->block, 0, bytes);
-    layout(g, g->block);
+    for (int i = 0; i < ns; i++) *slots[i].target = (unsigned char *)g->block + slots[i].offset;
+    /* views alias their root */
+    for (int i = 0; i < N; i++) {
+        tg_node *n = g->nodes[i];
+        if (!is_view(n)) continue;
+        n->value.data = n->in[0]->value.data;
+        n->grad.data = n->requires_grad ? n->in[0]->grad.data : NULL;
+    }
     g->block_bytes = bytes;
     g->scratch_bytes = scratch;
     g->planned = true;
-    return TG_OK;
+    goto done;
+oom:
+    st = tg_set_error(TG_ERR_NOMEM, "plan: out of memory planning %d nodes", N);
+    tg__plan_release(g);
+done:
+    tg__free(last_use);
+    tg__free(first_grad);
+    tg__free(consumers);
+    tg__free(slots);
+    tg__free(tmp);
+    return st;
 }
 
 size_t tg_graph_planned_bytes(const tg_graph *g)

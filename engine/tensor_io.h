@@ -23,7 +23,8 @@ extern "C" {
 
 /* Read a .npy file into a new heap tensor (free with tg_tensor_free).
  * Accepted descr: <f4 -> F32, <f8 -> F64, <i8 -> I64, |b1 -> BOOL ('=' native
- * order accepted too); big-endian, fortran_order True, other dtypes,
+ * order accepted too); fortran_order True is read (transposed to row-major);
+ * bytes after the data are ignored (like numpy); big-endian, other dtypes,
  * structured and object arrays are rejected with a message. */
 tg_status tg_npy_load(const char *path, tg_tensor **out);
 /* The same from memory; `what` names the source in messages. */

@@ -50,6 +50,7 @@
 #endif
 
 #include "gemm.h"
+#include "gemm_internal.h"
 #include "internal.h"
 #include "threads.h"
 

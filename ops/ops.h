@@ -5,11 +5,22 @@
 #ifndef TG_OPS_H
 #define TG_OPS_H
 
+#include "activation.h"
+#include "concat.h"
+#include "crossentropy.h"
+#include "dropout.h"
+#include "einops.h"
+#include "einsum.h"
 #include "elementwise.h"
 #include "gemm.h"
+#include "layernorm.h"
 #include "linear.h"
 #include "loss.h"
+#include "mask.h"
 #include "reduce.h"
+#include "scatter.h"
 #include "shape.h"
+#include "softmax.h"
+#include "topk.h"
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gemm.h"
+#include "gemm_internal.h"
 #include "internal.h"
 #include "threads.h"
 

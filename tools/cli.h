@@ -16,5 +16,9 @@ typedef struct tg_cli_cmd {
 } tg_cli_cmd;
 
 extern const tg_cli_cmd tg_cmd_demo;
+extern const tg_cli_cmd tg_cmd_layers;
+extern const tg_cli_cmd tg_cmd_run;
+extern const tg_cli_cmd tg_cmd_gradcheck;
+extern const tg_cli_cmd tg_cmd_dot;
 
 #endif

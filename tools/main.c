@@ -7,6 +7,10 @@
 #include "cli.h"
 
 static const tg_cli_cmd *const commands[] = {
+    &tg_cmd_run,
+    &tg_cmd_gradcheck,
+    &tg_cmd_dot,
+    &tg_cmd_layers,
     &tg_cmd_demo,
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "gemm.h"
+#include "gemm_internal.h"
 #include "threads.h"
 
 static clockid_t clock_id = CLOCK_MONOTONIC;

@@ -1,0 +1,48 @@
+/*
+ * dot.h - a graph as a Graphviz diagram for documentation.
+ *
+ * One nested `subgraph cluster_*` per scope (labelled with its name), op nodes
+ * labelled with the op and its key attribute ("einsum" / "blhe,bshe->bhls"),
+ * every edge labelled with the full shape of the tensor on it, parameters
+ * (named by their state_dict key), inputs, constants and outputs drawn
+ * distinctly. Node ids are creation indices, so the same graph always gives
+ * the same bytes (diffable in a repository).
+ */
+#ifndef TG_DOT_H
+#define TG_DOT_H
+
+#include <stdio.h>
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tg_rankdir { TG_RANKDIR_TB, TG_RANKDIR_LR } tg_rankdir;
+
+typedef struct tg_dot_opts {
+    /* 0: every scope expanded. N > 0: every scope at depth N is drawn as one
+     * box (with its input and output shapes on the edges); shallower scopes
+     * stay clusters. Depth 1 of a model shows its top-level modules only. */
+    int         depth;
+    /* Add the backward pass: a gradient node per node that receives a
+     * gradient, gradient edges running against the forward ones, and a dotted
+     * link from each forward node to its gradient. */
+    bool        backward;
+    tg_rankdir  rankdir;
+    const char *title;      /* graph label; NULL for none */
+} tg_dot_opts;
+
+/* Write g as .dot text to f. opts may be NULL (defaults: expanded, forward
+ * only, top to bottom). Errors: a graph in error (TG_ERR_STATE), a write
+ * failure (TG_ERR_IO). */
+tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f);
+
+/* The same into a file, atomically (a failed write leaves the old file). */
+tg_status tg_graph_dot_save(const tg_graph *g, const tg_dot_opts *opts, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,204 @@
+/*
+ * optim.c - SGD, Adam and AdamW exactly as torch.optim (1.13, for-loop
+ * implementation), in the parameters' own precision.
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+/* torch.optim.SGD:
+ *   g = grad + wd * p
+ *   buf = g (first step) | momentum * buf + (1 - dampening) * g
+ *   g = g + momentum * buf (nesterov) | buf
+ *   p -= lr * g */
+static void TG_F(sgd_update)(const tg_optim_config *c, double lr, bool first, tg_param *p)
+{
+    TG_T *w = p->value.data, *buf = p->state[0].data;
+    const TG_T *gr = p->grad.data;
+    const TG_T wd = (TG_T)c->weight_decay, mom = (TG_T)c->momentum, damp = (TG_T)c->dampening;
+    for (int64_t i = 0; i < p->value.numel; i++) {
+        TG_T g = gr[i];
+        if (c->weight_decay != 0) g += wd * w[i];
+        if (c->momentum != 0) {
+            buf[i] = first ? g : mom * buf[i] + (1 - damp) * g;
+            g = c->nesterov ? g + mom * buf[i] : buf[i];
+        }
+        w[i] -= (TG_T)lr * g;
+    }
+}
+
+/* torch.optim.Adam / AdamW (t = step count after increment):
+ *   AdamW: p *= 1 - lr * wd            Adam: g = grad + wd * p
+ *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
+static void TG_F(adam_update)(const tg_optim_config *c, double lr, int64_t t, tg_param *p)
+{
+    TG_T *w = p->value.data, *m = p->state[0].data, *v = p->state[1].data;
+    const TG_T *gr = p->grad.data;
+    const double bc1 = 1 - pow(c->beta1, (double)t), bc2 = 1 - pow(c->beta2, (double)t);
+    const TG_T step = (TG_T)(lr / bc1), bc2s = (TG_T)sqrt(bc2), eps = (TG_T)c->eps;
+    const TG_T b1 = (TG_T)c->beta1, b2 = (TG_T)c->beta2, wd = (TG_T)c->weight_decay;
+    const TG_T decay = (TG_T)(1 - lr * c->weight_decay);
+    const bool adamw = c->kind == TG_OPTIM_ADAMW;
+    for (int64_t i = 0; i < p->value.numel; i++) {
+        TG_T g = gr[i];
+        if (adamw) w[i] *= decay;
+        else if (c->weight_decay != 0) g += wd * w[i];
+        m[i] = m[i] * b1 + g * (1 - b1);
+        v[i] = v[i] * b2 + g * g * (1 - b2);
+        w[i] += -step * (m[i] / (TG_M(sqrt)(v[i]) / bc2s + eps));
+    }
+}
+
+#else
+
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+#include "optim.h"
+
+#define TG_KERNELS 32
+#include "optim.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "optim.c"
+#undef TG_KERNELS
+
+struct tg_optim {
+    tg_params      *ps;
+    tg_optim_config c;
+    int64_t         steps;
+};
+
+static const char *const kind_names[TG_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw"};
+
+tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
+{
+    if (!ps || !cfg) {
+        tg_set_error(TG_ERR_INVALID, "optim: params or config is NULL");
+        return NULL;
+    }
+    tg_optim_config c = *cfg;
+    if ((unsigned)c.kind >= TG_OPTIM_KIND_COUNT) {
+        tg_set_error(TG_ERR_INVALID, "optim: unknown optimizer kind %d", (int)c.kind);
+        return NULL;
+    }
+    const char *k = kind_names[c.kind];
+    if (c.beta1 == 0 && c.beta2 == 0) c.beta1 = 0.9, c.beta2 = 0.999;
+    if (c.eps == 0) c.eps = 1e-8;
+    if (!(c.lr > 0) || !isfinite(c.lr)) {
+        tg_set_error(TG_ERR_INVALID, "%s: Invalid learning rate: %g (must be > 0)", k, c.lr);
+        return NULL;
+    }
+    if (!(c.weight_decay >= 0) || !(c.momentum >= 0) || !(c.eps > 0) || !(c.beta1 >= 0) ||
+        !(c.beta1 < 1) || !(c.beta2 >= 0) || !(c.beta2 < 1) || !(c.dampening >= 0)) {
+        tg_set_error(TG_ERR_INVALID, "%s: invalid hyper-parameter (weight_decay %g, momentum %g, "
+                     "dampening %g, betas (%g, %g), eps %g)", k, c.weight_decay, c.momentum,
+                     c.dampening, c.beta1, c.beta2, c.eps);
+        return NULL;
+    }
+    if (c.nesterov && (c.momentum <= 0 || c.dampening != 0)) {
+        tg_set_error(TG_ERR_INVALID, "sgd: Nesterov momentum requires a momentum and zero "
+                     "dampening");
+        return NULL;
+    }
+    if ((c.kind == TG_OPTIM_SGD && c.momentum != 0 && tg_params_alloc_state(ps, 0)) ||
+        (c.kind != TG_OPTIM_SGD && (tg_params_alloc_state(ps, 0) || tg_params_alloc_state(ps, 1))))
+        return NULL;
+    tg_optim *o = tg__calloc(1, sizeof *o);
+    if (!o) {
+        tg_set_error(TG_ERR_NOMEM, "optim: out of memory");
+        return NULL;
+    }
+    o->ps = ps;
+    o->c = c;
+    return o;
+}
+
+void tg_optim_free(tg_optim *o) { tg__free(o); }
+
+tg_status tg_optim_step(tg_optim *o)
+{
+    if (!o) return tg_set_error(TG_ERR_INVALID, "optim: NULL optimizer");
+    o->steps++;
+    for (int i = 0; i < tg_params_count(o->ps); i++) {
+        tg_param *p = tg_params_at(o->ps, i);
+        if (p->frozen) continue;
+        bool f64 = p->value.dtype == TG_F64;
+        if (o->c.kind == TG_OPTIM_SGD) {
+            if (f64) sgd_update_f64(&o->c, o->c.lr, o->steps == 1, p);
+            else sgd_update_f32(&o->c, o->c.lr, o->steps == 1, p);
+        } else {
+            if (f64) adam_update_f64(&o->c, o->c.lr, o->steps, p);
+            else adam_update_f32(&o->c, o->c.lr, o->steps, p);
+        }
+    }
+    return TG_OK;
+}
+
+double tg_optim_lr(const tg_optim *o) { return o->c.lr; }
+void tg_optim_set_lr(tg_optim *o, double lr) { o->c.lr = lr; }
+int64_t tg_optim_steps(const tg_optim *o) { return o->steps; }
+void tg_optim_set_steps(tg_optim *o, int64_t steps) { o->steps = steps; }
+const tg_optim_config *tg_optim_config_of(const tg_optim *o) { return &o->c; }
+
+const char *tg_optim_slot_name(const tg_optim *o, int slot)
+{
+    if (o->c.kind == TG_OPTIM_SGD) return slot == 0 && o->c.momentum != 0 ? "momentum_buffer" : NULL;
+    return slot == 0 ? "exp_avg" : slot == 1 ? "exp_avg_sq" : NULL;
+}
+
+double tg_clip_grad_norm(tg_params *ps, double max_norm)
+{
+    double sq = 0;
+    for (int i = 0; i < tg_params_count(ps); i++) {
+        const tg_tensor *g = &tg_params_at(ps, i)->grad;
+        for (int64_t k = 0; k < g->numel; k++) {
+            double v = tg_tensor_get(g, k);
+            sq += v * v;
+        }
+    }
+    double norm = sqrt(sq), coef = max_norm / (norm + 1e-6);
+    if (coef < 1)
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            tg_tensor *g = &tg_params_at(ps, i)->grad;
+            for (int64_t k = 0; k < g->numel; k++) tg_tensor_set(g, k, tg_tensor_get(g, k) * coef);
+        }
+    return norm;
+}
+
+static const char *const schedule_names[TG_LR_SCHEDULE_COUNT] = {"constant", "type1", "cosine"};
+
+const char *tg_lr_schedule_name(tg_lr_schedule s)
+{
+    return (unsigned)s < TG_LR_SCHEDULE_COUNT ? schedule_names[s] : "unknown";
+}
+
+tg_status tg_lr_schedule_parse(const char *s, tg_lr_schedule *out)
+{
+    for (int i = 0; i < TG_LR_SCHEDULE_COUNT; i++)
+        if (s && !strcmp(s, schedule_names[i])) {
+            *out = (tg_lr_schedule)i;
+            return TG_OK;
+        }
+    return tg_set_error(TG_ERR_INVALID, "unknown learning-rate schedule '%s' (constant, type1, "
+                        "cosine)", s ? s : "(null)");
+}
+
+double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64_t total,
+                int64_t warmup)
+{
+    switch (s) {
+    case TG_LR_TYPE1:
+        return lr0 * pow(0.5, (double)(epoch < 0 ? 0 : epoch));
+    case TG_LR_COSINE:
+        if (warmup > 0 && step < warmup) return lr0 * (double)(step + 1) / (double)warmup;
+        if (total <= warmup) return lr0;
+        return 0.5 * lr0 *
+               (1 + cos(3.14159265358979323846 * (double)(step - warmup) / (double)(total - warmup)));
+    default:
+        return lr0;
+    }
+}
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * params_io.c - parameter stores to and from safetensors files, by
+ * state_dict name (tensor_io.h).
+ *
+ * Loading is load_state_dict(strict=True) by default: every parameter must
+ * be in the file and every file tensor must be a parameter, with the same
+ * shape and a float dtype. The messages reuse PyTorch's wording ("Missing
+ * key(s) in state_dict", "Unexpected key(s) in state_dict", "size mismatch
+ * for ...") so a user who knows one knows the other. Everything is checked
+ * before the first value is copied, so a failed load leaves the store as it
+ * was. Gradients, optimizer state and frozen flags are never touched.
+ *
+ * Not here: renaming keys, partial prefixes, or loading into a store that
+ * lacks the parameters (the layers create them; this only fills values).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "st_internal.h"
+#include "tensor_io.h"
+
+#define NAME_LIST_MAX 600   /* characters of names listed in one message */
+
+/* Append "\"name\"" to a comma-separated list, cut with "..." when long. */
+static void list_add(char *buf, size_t cap, int *count, const char *name)
+{
+    size_t k = strlen(buf);
+    if (k + strlen(name) + 8 < cap && k < NAME_LIST_MAX)
+        snprintf(buf + k, cap - k, "%s\"%s\"", *count ? ", " : "", name);
+    else if (!strstr(buf, ", ..."))
+        snprintf(buf + k, cap - k, ", ...");
+    (*count)++;
+}
+
+tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
+{
+    if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params load: NULL argument");
+    if (flags & ~(unsigned)(TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA))
+        return tg_set_error(TG_ERR_INVALID, "%s: unknown load flags 0x%x", path, flags);
+    tg_st_file *f;
+    tg_status st = tg_st_load(path, &f);
+    if (st) return st;
+
+    char list[NAME_LIST_MAX + 64];
+    int count = 0;
+    list[0] = '\0';
+    /* 1. parameters the file lacks */
+    if (!(flags & TG_LOAD_ALLOW_MISSING)) {
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            const tg_param *p = tg_params_at(ps, i);
+            if (!tg_st_find(f, p->name)) list_add(list, sizeof list, &count, p->name);
+        }
+        if (count) {
+            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
+                              "parameters; TG_LOAD_ALLOW_MISSING keeps their values)", path, list,
+                              count, tg_params_count(ps));
+            goto done;
+        }
+    }
+    /* 2. file tensors that are no parameter */
+    if (!(flags & TG_LOAD_ALLOW_EXTRA)) {
+        for (int i = 0; i < tg_st_count(f); i++)
+            if (!tg_params_find(ps, tg_st_name(f, i)))
+                list_add(list, sizeof list, &count, tg_st_name(f, i));
+        if (count) {
+            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Unexpected key(s) in state_dict: %s (%d of %d "
+                              "tensors; TG_LOAD_ALLOW_EXTRA ignores them)", path, list, count,
+                              tg_st_count(f));
+            goto done;
+        }
+    }
+    /* 3. shapes and dtypes of the pairs */
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+        const tg_tensor *t = tg_st_tensor(f, i);
+        if (!p) continue;
+        if (!tg_dtype_is_float(t->dtype)) {
+            st = tg_set_error(TG_ERR_DTYPE, "%s: tensor '%s' has dtype %s, expected a float tensor "
+                              "(F32, F64, F16 or BF16) for a parameter", path, p->name,
+                              tg__st_file_dtype(f, i));
+            goto done;
+        }
+        if (!tg_tensor_same_shape(&p->value, t)) {
+            char a[128], b[128];
+            st = tg_set_error(TG_ERR_SHAPE, "%s: size mismatch for %s: copying a param with shape "
+                              "%s from checkpoint, the shape in current model is %s", path,
+                              p->name, tg_shape_str(t->rank, t->shape, a, sizeof a),
+                              tg_shape_str(p->value.rank, p->value.shape, b, sizeof b));
+            goto done;
+        }
+    }
+    /* 4. copy (cannot fail now: shapes equal, both float) */
+    for (int i = 0; i < tg_st_count(f); i++) {
+        tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+        if (p) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
+    }
+done:
+    tg_st_free(f);
+    return st;
+}
+
+tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
+                         const char *const *meta_keys, const char *const *meta_values)
+{
+    if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params save: NULL argument");
+    int n = tg_params_count(ps);
+    const char **names = tg__malloc(((size_t)n + 1) * sizeof *names);
+    const tg_tensor **ts = tg__malloc(((size_t)n + 1) * sizeof *ts);
+    tg_status st;
+    if (!names || !ts) {
+        st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
+    } else {
+        for (int i = 0; i < n; i++) {
+            const tg_param *p = tg_params_at(ps, i);
+            names[i] = p->name;
+            ts[i] = &p->value;
+        }
+        st = tg_st_save(path, n, names, ts, n_meta, meta_keys, meta_values);
+    }
+    tg__free(names);
+    tg__free(ts);
+    return st;
+}

@@ -1,0 +1,41 @@
+/*
+ * svg.h - plain SVG pictures written by tgraph itself (no dependency):
+ * attention heatmaps and line plots (training curves).
+ */
+#ifndef TG_SVG_H
+#define TG_SVG_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_heatmap_opts {
+    const char *title;     /* NULL: "attention weights" */
+    int64_t     batch;     /* which batch element */
+    int64_t     head;      /* which head; -1 draws every head in a grid */
+    int         cell;      /* pixels per weight; 0 picks one from the size */
+} tg_heatmap_opts;
+
+/* Attention weights as a heatmap: attn is [B, H, L, S] (also [B, L, S] or
+ * [L, S]); rows are query positions l, columns key positions s. One <rect>
+ * per weight, viridis colours, axis labels and ticks, and a colour scale
+ * from the minimum to the maximum weight drawn. Written atomically. Errors:
+ * a bad rank, batch/head out of range (TG_ERR_INVALID), I/O. */
+tg_status tg_svg_heatmap(const char *path, const tg_tensor *attn, const tg_heatmap_opts *opts);
+
+typedef struct tg_series {
+    const char   *name;    /* legend entry */
+    const double *x, *y;   /* n points; non-finite points are skipped */
+    int           n;
+} tg_series;
+
+/* A line plot of one or more series with axes, ticks, labels and a legend. */
+tg_status tg_svg_lines(const char *path, const char *title, const char *xlabel,
+                       const char *ylabel, const tg_series *series, int n_series);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

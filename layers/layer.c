@@ -1,0 +1,151 @@
+/*
+ * layer.c - the layer registry and the generic KEY=VALUE -> config struct
+ * reader (see layer.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "layer.h"
+#include "layers.h"
+
+static const tg_layer_class *const classes[] = {
+    &tg_full_attention_class,
+    &tg_attention_layer_class,
+};
+
+#define N_CLASSES (int)(sizeof classes / sizeof *classes)
+
+int tg_layer_class_count(void) { return N_CLASSES; }
+
+const tg_layer_class *tg_layer_class_at(int i)
+{
+    return i >= 0 && i < N_CLASSES ? classes[i] : NULL;
+}
+
+const tg_layer_class *tg_layer_class_find(const char *name)
+{
+    for (int i = 0; name && i < N_CLASSES; i++)
+        if (!strcmp(classes[i]->name, name)) return classes[i];
+    return NULL;
+}
+
+struct tg_layer {
+    const tg_layer_class *cls;
+    void                 *config;
+    void                 *state;
+    int                   n_inputs;
+    tg_layer_input        inputs[TG_MAX_LAYER_INPUTS];
+};
+
+static tg_status store(const tg_layer_key *k, const tg_value *v, void *config)
+{
+    char *at = (char *)config + k->offset;
+    tg_status st = TG_OK;
+    if (v->kind == TG_VALUE_NULL) {
+        if (!k->nullable)
+            return tg_set_error(TG_ERR_INVALID, "%s: null is not allowed here", k->name);
+        memset(at, 0, k->type == TG_KEY_INT_LIST ? sizeof(tg_int_list)
+                      : k->type == TG_KEY_BOOL ? sizeof(bool) : 8);
+        return TG_OK;
+    }
+    switch (k->type) {
+    case TG_KEY_INT: st = tg_value_as_int(v, k->name, (int64_t *)(void *)at); break;
+    case TG_KEY_FLOAT: st = tg_value_as_double(v, k->name, (double *)(void *)at); break;
+    case TG_KEY_BOOL: st = tg_value_as_bool(v, k->name, (bool *)(void *)at); break;
+    case TG_KEY_INT_LIST: {
+        tg_int_list *l = (tg_int_list *)(void *)at;
+        st = tg_value_as_int_list(v, k->name, l->v, TG_MAX_RANK, &l->n);
+        break;
+    }
+    }
+    return st;
+}
+
+tg_status tg_layer_read_config(const tg_layer_class *cls, tg_config *cfg, void *config)
+{
+    char known[1024] = "";
+    size_t used = 0;
+    for (const tg_layer_key *k = cls->keys; k->name; k++) {
+        used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0,
+                                 "%s%s", k == cls->keys ? "" : ", ", k->name);
+        const tg_value *given = cfg ? tg_config_get(cfg, k->name) : NULL;
+        tg_value def;
+        tg_status st;
+        if (given) {
+            st = store(k, given, config);
+        } else {
+            if ((st = tg_value_parse(k->def, &def)))
+                return tg_set_error(st, "%s: bad default for %s: %s", cls->name, k->name,
+                                    tg_last_error());
+            st = store(k, &def, config);
+            tg_value_free(&def);
+        }
+        if (st) return tg_set_error(st, "%s: %s", cls->name, tg_last_error());
+    }
+    return cfg ? tg_config_check_unused(cfg, cls->name, known) : TG_OK;
+}
+
+tg_layer *tg_layer_new(const char *name, tg_config *cfg, tg_params *ps, const char *prefix,
+                       tg_rng *rng)
+{
+    const tg_layer_class *cls = tg_layer_class_find(name);
+    if (!cls) {
+        char list[512] = "";
+        size_t k = 0;
+        for (int i = 0; i < N_CLASSES; i++)
+            k += (size_t)snprintf(list + k, k < sizeof list ? sizeof list - k : 0, "%s%s",
+                                  i ? ", " : "", classes[i]->name);
+        tg_set_error(TG_ERR_NOT_FOUND, "unknown layer '%s' (layers: %s)", name ? name : "(null)",
+                     list);
+        return NULL;
+    }
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "%s: parameter store is NULL", cls->name);
+        return NULL;
+    }
+    tg_layer *l = tg__calloc(1, sizeof *l);
+    if (!l || !(l->config = tg__calloc(1, cls->config_size)) ||
+        !(l->state = tg__calloc(1, cls->state_size))) {
+        tg_layer_free(l);
+        tg_set_error(TG_ERR_NOMEM, "%s: out of memory", cls->name);
+        return NULL;
+    }
+    l->cls = cls;
+    if (tg_layer_read_config(cls, cfg, l->config) || cls->check(l->config) ||
+        cls->init(l->state, l->config, ps, prefix ? prefix : "", rng)) {
+        tg_layer_free(l);
+        return NULL;
+    }
+    l->n_inputs = cls->inputs(l->config, l->inputs);
+    return l;
+}
+
+void tg_layer_free(tg_layer *l)
+{
+    if (!l) return;
+    tg__free(l->config);
+    tg__free(l->state);
+    tg__free(l);
+}
+
+int tg_layer_input_count(const tg_layer *l) { return l->n_inputs; }
+
+const tg_layer_input *tg_layer_input_at(const tg_layer *l, int i)
+{
+    return i >= 0 && i < l->n_inputs ? &l->inputs[i] : NULL;
+}
+
+tg_status tg_layer_build(const tg_layer *l, tg_graph *g, tg_node *const *inputs,
+                         tg_layer_outputs *out)
+{
+    out->y = out->attn = NULL;
+    if (!l || !g) return tg_set_error(TG_ERR_INVALID, "layer build: layer or graph is NULL");
+    tg_status st = l->cls->build(l->state, g, inputs, out);
+    if (!st && tg_graph_error(g)) st = TG_ERR_INVALID;
+    if (st && tg_graph_error(g)) tg_set_error(st, "%s", tg_graph_error(g));
+    return st;
+}
+
+const void *tg_layer_config(const tg_layer *l) { return l->config; }
+const char *tg_layer_name(const tg_layer *l) { return l->cls->name; }

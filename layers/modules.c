@@ -1,0 +1,105 @@
+/*
+ * modules.c - nn.Linear, nn.LayerNorm and the MLP as parameter-holding
+ * structs (see modules.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "modules.h"
+#include "ops.h"
+
+tg_status tg_name_join(char *buf, size_t len, const char *prefix, const char *name)
+{
+    int n = (prefix && *prefix) ? snprintf(buf, len, "%s.%s", prefix, name)
+                                : snprintf(buf, len, "%s", name);
+    if (n < 0 || (size_t)n >= len)
+        return tg_set_error(TG_ERR_LIMIT, "parameter name '%s.%s' is too long", prefix, name);
+    return TG_OK;
+}
+
+tg_status tg_linear_mod_init(tg_linear_mod *m, tg_params *ps, const char *prefix,
+                             const char *name, int64_t in, int64_t out, bool bias, tg_rng *rng)
+{
+    char full[TG_NAME_MAX];
+    tg_status st;
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->in = in;
+    m->out = out;
+    if (in <= 0 || out <= 0)
+        return tg_set_error(TG_ERR_INVALID, "%s: Linear(%lld, %lld) needs positive sizes", name,
+                            (long long)in, (long long)out);
+    if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
+    m->weight = tg_params_addf(ps, 2, (int64_t[]){out, in}, "%s.weight", full);
+    if (!m->weight) return TG_ERR_INVALID;
+    if (bias && !(m->bias = tg_params_addf(ps, 1, (int64_t[]){out}, "%s.bias", full)))
+        return TG_ERR_INVALID;
+    if (rng) {
+        double bound = 1.0 / sqrt((double)in);
+        tg_init_kaiming_uniform(&m->weight->value, sqrt(5.0), rng);
+        if (m->bias) tg_init_uniform(&m->bias->value, -bound, bound, rng);
+    }
+    return TG_OK;
+}
+
+tg_node *tg_linear_mod_build(tg_graph *g, const tg_linear_mod *m, tg_node *x)
+{
+    if (tg_scope_push(g, m->name)) return NULL;
+    tg_node *y = tg_linear(g, x, tg_param_node(g, m->weight),
+                           m->bias ? tg_param_node(g, m->bias) : NULL);
+    tg_scope_pop(g);
+    return y;
+}
+
+tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
+                                const char *name, int64_t n)
+{
+    char full[TG_NAME_MAX];
+    tg_status st;
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->n = n;
+    m->eps = TG_LAYER_NORM_EPS;
+    if (n <= 0) return tg_set_error(TG_ERR_INVALID, "%s: LayerNorm(%lld) needs a positive size",
+                                    name, (long long)n);
+    if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
+    if (!(m->weight = tg_params_addf(ps, 1, &n, "%s.weight", full)) ||
+        !(m->bias = tg_params_addf(ps, 1, &n, "%s.bias", full)))
+        return TG_ERR_INVALID;
+    tg_init_constant(&m->weight->value, 1.0);
+    return TG_OK;
+}
+
+tg_node *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node *x)
+{
+    if (tg_scope_push(g, m->name)) return NULL;
+    tg_node *y = tg_layer_norm(g, x, 1, &m->n, tg_param_node(g, m->weight),
+                               tg_param_node(g, m->bias), m->eps);
+    tg_scope_pop(g);
+    return y;
+}
+
+tg_status tg_mlp_mod_init(tg_mlp_mod *m, tg_params *ps, const char *prefix, const char *name,
+                          int64_t d_in, int64_t d_hidden, tg_rng *rng)
+{
+    char full[TG_NAME_MAX];
+    tg_status st;
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    if ((st = tg_name_join(full, sizeof full, prefix, name)) ||
+        (st = tg_linear_mod_init(&m->fc0, ps, full, "0", d_in, d_hidden, true, rng)) ||
+        (st = tg_linear_mod_init(&m->fc2, ps, full, "2", d_hidden, d_in, true, rng)))
+        return st;
+    return TG_OK;
+}
+
+/* forward: Linear -> GELU (exact erf form) -> Linear */
+tg_node *tg_mlp_mod_build(tg_graph *g, const tg_mlp_mod *m, tg_node *x)
+{
+    if (tg_scope_push(g, m->name)) return NULL;
+    tg_node *h = tg_gelu(g, tg_linear_mod_build(g, &m->fc0, x), TG_GELU_NONE);
+    tg_node *y = tg_linear_mod_build(g, &m->fc2, h);
+    tg_scope_pop(g);
+    return y;
+}

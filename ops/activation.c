@@ -1,0 +1,144 @@
+/*
+ * activation.c - GELU, exact (erf) and tanh forms (OPS.md section 10).
+ *
+ * Elementwise through tg_parallel_for, kernels compiled for float and double
+ * (engine/generic.h). The formulas are PyTorch's CPU kernels', including
+ * 1 + erf(...) rather than erfc, so tails round the same way. relu lives in
+ * elementwise.c; this file is only GELU.
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+typedef struct TG_F(gelu_ctx) { tg_node *n; tg_gelu_approx approx; } TG_F(gelu_ctx);
+
+/* forward:
+ *   none: y = x * Phi(x),                Phi(x) = (1 + erf(x / sqrt 2)) / 2
+ *   tanh: y = x/2 * (1 + tanh(u)),       u = sqrt(2/pi) * (x + 0.044715 x^3) */
+static void TG_F(gelu_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(gelu_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data;   /* [numel] */
+    TG_T *y = c->n->value.data;                /* [numel] */
+    (void)tid;
+    if (c->approx == TG_GELU_TANH) {
+        for (int64_t i = begin; i < end; i++) {
+            TG_T v = x[i];
+            TG_T u = (TG_T)GELU_K_TANH * (v + (TG_T)GELU_C * v * v * v);
+            y[i] = (TG_T)0.5 * v * (1 + TG_M(tanh)(u));
+        }
+    } else {
+        for (int64_t i = begin; i < end; i++) {
+            TG_T v = x[i];
+            y[i] = v * (TG_T)0.5 * (1 + TG_M(erf)(v * (TG_T)GELU_SQRT1_2));
+        }
+    }
+}
+
+/* backward of the above, dx += dy * y'(x):
+ *   none: y' = Phi(x) + x * phi(x),      phi(x) = exp(-x^2/2) / sqrt(2 pi)
+ *   tanh: y' = (1 + t)/2 + x/2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2),  t = tanh(u) */
+static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(gelu_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data, *dy = c->n->grad.data;   /* [numel] */
+    TG_T *dx = c->n->in[0]->grad.data;                                /* [numel] */
+    (void)tid;
+    if (c->approx == TG_GELU_TANH) {
+        for (int64_t i = begin; i < end; i++) {
+            TG_T v = x[i];
+            TG_T u = (TG_T)GELU_K_TANH * (v + (TG_T)GELU_C * v * v * v);
+            TG_T t = TG_M(tanh)(u);
+            TG_T du = (TG_T)GELU_K_TANH * (1 + 3 * (TG_T)GELU_C * v * v);
+            dx[i] += dy[i] * ((TG_T)0.5 * (1 + t) + (TG_T)0.5 * v * (1 - t * t) * du);
+        }
+    } else {
+        for (int64_t i = begin; i < end; i++) {
+            TG_T v = x[i];
+            TG_T cdf = (TG_T)0.5 * (1 + TG_M(erf)(v * (TG_T)GELU_SQRT1_2));
+            TG_T pdf = TG_M(exp)((TG_T)-0.5 * v * v) * (TG_T)GELU_INV_SQRT_2PI;
+            dx[i] += dy[i] * (cdf + v * pdf);
+        }
+    }
+}
+
+static void TG_F(gelu_run)(tg_node *n, tg_gelu_approx approx, bool backward)
+{
+    TG_F(gelu_ctx) c = {n, approx};
+    tg_parallel_for(n->value.numel, 8192,
+                    backward ? TG_F(gelu_backward_range) : TG_F(gelu_forward_range), &c);
+}
+
+#else /* ---------------------------------------------------- the op proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "activation.h"
+
+#define GELU_SQRT1_2 0.70710678118654752440        /* 1/sqrt(2) */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */
+#define GELU_K_TANH 0.79788456080286535588         /* sqrt(2/pi) */
+#define GELU_C 0.044715
+
+#define TG_KERNELS 32
+#include "activation.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "activation.c"
+#undef TG_KERNELS
+
+static const char *const approx_names[TG_GELU_APPROX_COUNT] = {"none", "tanh"};
+
+const char *tg_gelu_approx_name(tg_gelu_approx a)
+{
+    return (unsigned)a < TG_GELU_APPROX_COUNT ? approx_names[a] : "unknown";
+}
+
+tg_status tg_gelu_approx_parse(const char *s, tg_gelu_approx *out)
+{
+    for (int a = 0; a < TG_GELU_APPROX_COUNT; a++)
+        if (s && strcmp(s, approx_names[a]) == 0) {
+            *out = (tg_gelu_approx)a;
+            return TG_OK;
+        }
+    return tg_set_error(TG_ERR_INVALID, "gelu: approximate argument must be either none or tanh. "
+                        "(got '%s')", s ? s : "(null)");
+}
+
+typedef struct { tg_gelu_approx approx; } gelu_attr;
+
+static tg_status gelu_forward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, gelu_run)(n, ((const gelu_attr *)n->attr)->approx, false);
+    return TG_OK;
+}
+
+static tg_status gelu_backward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, gelu_run)(n, ((const gelu_attr *)n->attr)->approx, true);
+    return TG_OK;
+}
+
+static void gelu_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "approximate=%s", tg_gelu_approx_name(((const gelu_attr *)n->attr)->approx));
+}
+
+static const tg_op op_gelu = {.name = "gelu", .forward = gelu_forward,
+                              .backward = gelu_backward, .describe = gelu_describe};
+
+tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx)
+{
+    if (!tg_builder_check(g, "gelu", 1, &x)) return NULL;
+    if (!tg__want_float(g, "gelu", x, "input")) return NULL;
+    if ((unsigned)approx >= TG_GELU_APPROX_COUNT)
+        return tg_graph_fail(g, "gelu: approximate argument must be either none or tanh. (got "
+                             "enum value %d)", (int)approx);
+    tg_node *n = tg_node_new(g, &op_gelu, 1, &x, x->value.dtype, x->value.rank, x->value.shape);
+    gelu_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->approx = approx;
+    return n;
+}
+
+#endif

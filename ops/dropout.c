@@ -1,0 +1,130 @@
+/*
+ * dropout.c - dropout with a saved keep mask (OPS.md section 12).
+ *
+ * The mode is decided at each forward from tg_graph_training() and p, and
+ * remembered for the backward (so the backward always matches the forward
+ * that ran): COPY (eval, or p = 0), ZERO (p = 1) or MASK. The mask is drawn
+ * serially from the graph RNG (one uniform per element, in element order, so
+ * it does not depend on the thread count); applying it is parallel.
+ * PyTorch's bit stream is not reproduced, only the distribution.
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+typedef struct TG_F(drop_ctx) { tg_node *n; int mode; TG_T scale; } TG_F(drop_ctx);
+
+/* forward: y = x * keep * scale  (COPY: y = x;  ZERO: y = x * 0) */
+static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(drop_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data;     /* [numel] */
+    const uint8_t *keep = c->n->buf[0].data;     /* [numel] */
+    TG_T *y = c->n->value.data;                  /* [numel] */
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+        switch (c->mode) {
+        case DROP_COPY: y[i] = x[i]; break;
+        case DROP_ZERO: y[i] = x[i] * (TG_T)0; break;
+        default:        y[i] = x[i] * (keep[i] ? c->scale : (TG_T)0); break;
+        }
+    }
+}
+
+/* backward: dx += dy * keep * scale, the same keep and scale as the forward */
+static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(drop_ctx) *c = vctx;
+    const TG_T *dy = c->n->grad.data;            /* [numel] */
+    const uint8_t *keep = c->n->buf[0].data;     /* [numel] */
+    TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
+    (void)tid;
+    for (int64_t i = begin; i < end; i++) {
+        switch (c->mode) {
+        case DROP_COPY: dx[i] += dy[i]; break;
+        case DROP_ZERO: dx[i] += dy[i] * (TG_T)0; break;
+        default:        dx[i] += dy[i] * (keep[i] ? c->scale : (TG_T)0); break;
+        }
+    }
+}
+
+static void TG_F(drop_run)(tg_node *n, int mode, double scale, bool backward)
+{
+    TG_F(drop_ctx) c = {n, mode, (TG_T)scale};
+    tg_parallel_for(n->value.numel, 16384,
+                    backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
+}
+
+#else /* ---------------------------------------------------- the op proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "dropout.h"
+
+enum { DROP_COPY, DROP_ZERO, DROP_MASK };
+
+#define TG_KERNELS 32
+#include "dropout.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "dropout.c"
+#undef TG_KERNELS
+
+typedef struct {
+    double p;
+    double scale;  /* 1 / (1 - p); 0 for p = 1 */
+    int    mode;   /* set by each forward, read by the backward that follows */
+} drop_attr;
+
+static tg_status drop_forward(tg_node *n)
+{
+    drop_attr *a = n->attr;
+    if (!tg_graph_training(n->graph) || a->p == 0) {
+        a->mode = DROP_COPY;
+    } else if (a->p == 1) {
+        a->mode = DROP_ZERO;
+    } else {
+        /* keep ~ Bernoulli(1 - p): u in [0, 1) is kept when u >= p */
+        a->mode = DROP_MASK;
+        tg_rng *r = tg_graph_rng(n->graph);
+        uint8_t *keep = n->buf[0].data;   /* [numel] */
+        for (int64_t i = 0; i < n->buf[0].numel; i++) keep[i] = tg_rng_uniform(r) >= a->p;
+    }
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, false);
+    return TG_OK;
+}
+
+static tg_status drop_backward(tg_node *n)
+{
+    const drop_attr *a = n->attr;
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, true);
+    return TG_OK;
+}
+
+static void drop_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "p=%g", ((const drop_attr *)n->attr)->p);
+}
+
+static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
+                                 .backward = drop_backward, .describe = drop_describe};
+
+tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
+{
+    if (!tg_builder_check(g, "dropout", 1, &x)) return NULL;
+    if (!tg__want_float(g, "dropout", x, "input")) return NULL;
+    if (!(p >= 0 && p <= 1))
+        return tg_graph_fail(g, "dropout: dropout probability has to be between 0 and 1, but got %g",
+                             p);
+    const tg_tensor *v = &x->value;
+    tg_node *n = tg_node_new(g, &op_dropout, 1, &x, v->dtype, v->rank, v->shape);
+    drop_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->p = p;
+    at->scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    /* the keep mask, [x.shape], 0/1 */
+    if (tg_node_buffer(n, TG_BOOL, v->rank, v->shape) < 0) return NULL;
+    return n;
+}
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * layernorm.c - F.layer_norm over the trailing dims (OPS.md section 9).
+ *
+ * x is seen as [R, N]: R rows (the leading dims) of N = prod(normalized_shape)
+ * elements. One row function for the forward and one for the backward, called
+ * for blocks of rows through tg_parallel_for; the per-row mean and rstd are
+ * saved (double) for the backward. dgamma / dbeta are sums over rows, done by
+ * a second pass split over columns so every thread owns its outputs and the
+ * sums are deterministic. Not here: RMSNorm, batch/group norm, and SIMD (a
+ * later speed pass vectorises the two row functions).
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+/* forward of one row:
+ *   mean = sum(x) / N,  var = sum((x - mean)^2) / N     (two passes, double)
+ *   rstd = 1 / sqrt(var + eps)
+ *   y    = (x - mean) * rstd * gamma + beta             (gamma, beta optional) */
+static void TG_F(ln_row_forward)(const TG_T *x, TG_T *y, const TG_T *gamma, const TG_T *beta,
+                                 int64_t N, double eps, double *mean_out, double *rstd_out)
+{
+    double s = 0, v = 0;
+    for (int64_t i = 0; i < N; i++) s += x[i];
+    double mean = s / (double)N;
+    for (int64_t i = 0; i < N; i++) {
+        double d = (double)x[i] - mean;
+        v += d * d;
+    }
+    double rstd = 1.0 / sqrt(v / (double)N + eps);
+    *mean_out = mean;
+    *rstd_out = rstd;
+    TG_T m = (TG_T)mean, r = (TG_T)rstd;
+    for (int64_t i = 0; i < N; i++) {
+        TG_T xh = (x[i] - m) * r;
+        if (gamma) xh *= gamma[i];
+        y[i] = beta ? xh + beta[i] : xh;
+    }
+}
+
+/* backward of one row, forward was y = xhat * gamma + beta, xhat = (x - mean) * rstd:
+ *   g  = dy * gamma                      (dy without affine)
+ *   dx += rstd * (g - mean(g) - xhat * mean(g * xhat))      (means in double) */
+static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const TG_T *gamma,
+                                  int64_t N, double mean, double rstd)
+{
+    double sg = 0, sgx = 0;
+    TG_T m = (TG_T)mean, r = (TG_T)rstd;
+    for (int64_t i = 0; i < N; i++) {
+        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
+        TG_T xh = (x[i] - m) * r;
+        sg += g;
+        sgx += (double)g * (double)xh;
+    }
+    TG_T mg = (TG_T)(sg / (double)N), mgx = (TG_T)(sgx / (double)N);
+    for (int64_t i = 0; i < N; i++) {
+        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
+        TG_T xh = (x[i] - m) * r;
+        dx[i] += r * (g - mg - xh * mgx);
+    }
+}
+
+typedef struct TG_F(ln_ctx) {
+    tg_node *n;
+    const TG_T *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
+    TG_T *y, *dx;                        /* [R, N] */
+    double *mean, *rstd;                 /* [R] */
+    double *acc_g, *acc_b;               /* [N] scratch (column pass) */
+    int64_t R, N;
+    double eps;
+} TG_F(ln_ctx);
+
+static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        TG_F(ln_row_forward)(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
+                             &c->mean[r], &c->rstd[r]);
+}
+
+static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
+                              c->N, c->mean[r], c->rstd[r]);
+}
+
+/* dgamma[j] += sum_r dy[r, j] * xhat[r, j],  dbeta[j] += sum_r dy[r, j]  for j in [begin, end) */
+static void TG_F(ln_param_cols)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    (void)tid;
+    for (int64_t j = begin; j < end; j++) c->acc_g[j] = c->acc_b[j] = 0;
+    for (int64_t r = 0; r < c->R; r++) {
+        const TG_T *x = c->x + r * c->N, *dy = c->dy + r * c->N;
+        double m = c->mean[r], rs = c->rstd[r];
+        for (int64_t j = begin; j < end; j++) {
+            c->acc_g[j] += (double)dy[j] * (((double)x[j] - m) * rs);
+            c->acc_b[j] += dy[j];
+        }
+    }
+}
+
+static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    TG_F(ln_ctx) c = {.n = n, .x = x->data, .y = n->value.data,
+                      .gamma = wi >= 0 ? n->in[wi]->value.data : NULL,
+                      .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
+                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
+                      .eps = eps};
+    if (c.N == 0) return;
+    tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_forward_rows), &c);
+}
+
+static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
+    TG_F(ln_ctx) c = {.n = n, .x = x->data, .dy = n->grad.data,
+                      .gamma = w ? w->value.data : NULL,
+                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
+    if (c.N == 0) return;
+    if (n->in[0]->requires_grad) {
+        c.dx = n->in[0]->grad.data;
+        tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_backward_rows), &c);
+    }
+    bool dw = w && w->requires_grad, db = b && b->requires_grad;
+    if (!dw && !db) return;
+    c.acc_g = tg_graph_scratch(n->graph);   /* [N] */
+    c.acc_b = c.acc_g + c.N;                /* [N] */
+    tg_parallel_for(c.N, 1 + 16384 / (c.R ? c.R : 1), TG_F(ln_param_cols), &c);
+    TG_T *dg = dw ? w->grad.data : NULL, *dbeta = db ? b->grad.data : NULL;
+    for (int64_t j = 0; j < c.N; j++) {
+        if (dg) dg[j] += (TG_T)c.acc_g[j];
+        if (dbeta) dbeta[j] += (TG_T)c.acc_b[j];
+    }
+}
+
+#else /* ---------------------------------------------------- the op proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "layernorm.h"
+
+#define TG_KERNELS 32
+#include "layernorm.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "layernorm.c"
+#undef TG_KERNELS
+
+typedef struct {
+    int     n_norm;
+    int64_t shape[TG_MAX_RANK];   /* normalized_shape */
+    int     wi, bi;               /* input index of weight / bias, -1 when absent */
+    double  eps;
+} ln_attr;
+
+static tg_status ln_forward(tg_node *n)
+{
+    const ln_attr *a = n->attr;
+    TG_DISPATCH(n->value.dtype, ln_forward)(n, a->wi, a->bi, a->eps);
+    return TG_OK;
+}
+
+static tg_status ln_backward(tg_node *n)
+{
+    const ln_attr *a = n->attr;
+    TG_DISPATCH(n->value.dtype, ln_backward)(n, a->wi, a->bi);
+    return TG_OK;
+}
+
+static void ln_describe(const tg_node *n, char *buf, size_t len)
+{
+    const ln_attr *a = n->attr;
+    char s[160];
+    snprintf(buf, len, "normalized_shape=%s eps=%g%s", tg_shape_str(a->n_norm, a->shape, s, sizeof s),
+             a->eps, a->wi < 0 && a->bi < 0 ? " no affine" : "");
+}
+
+static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
+                                    .backward = ln_backward, .describe = ln_describe};
+
+/* weight / bias must have exactly normalized_shape */
+static bool ln_check_param(tg_graph *g, tg_node *p, const char *what, int n_norm,
+                           const int64_t *ns)
+{
+    char a[160], b[160];
+    if (!p) return true;
+    if (!tg__want_float(g, "layer_norm", p, what)) return false;
+    bool same = p->value.rank == n_norm;
+    for (int d = 0; same && d < n_norm; d++) same = p->value.shape[d] == ns[d];
+    if (!same)
+        tg_graph_fail(g, "layer_norm: Expected %s to be of same shape as normalized_shape, but got "
+                      "%s of shape %s and normalized_shape = %s", what, what,
+                      TG__SHAPE(&p->value, a), tg_shape_str(n_norm, ns, b, sizeof b));
+    return same;
+}
+
+tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *normalized_shape,
+                       tg_node *weight, tg_node *bias, double eps)
+{
+    tg_node *in[3] = {x};
+    int n_in = 1;
+    ln_attr at = {.n_norm = n_norm, .wi = -1, .bi = -1, .eps = eps};
+    char a[160], b[160];
+    if (weight) at.wi = n_in, in[n_in++] = weight;
+    if (bias) at.bi = n_in, in[n_in++] = bias;
+    if (!tg_builder_check(g, "layer_norm", n_in, in)) return NULL;
+    if (!tg__want_float(g, "layer_norm", x, "input")) return NULL;
+    if (n_norm == 0)
+        return tg_graph_fail(g, "layer_norm: Expected normalized_shape to be at least "
+                             "1-dimensional, i.e., containing at least one element, but got "
+                             "normalized_shape = []");
+    if (n_norm < 0 || n_norm > TG_MAX_RANK || !normalized_shape)
+        return tg_graph_fail(g, "layer_norm: normalized_shape must have 1 to %d dims, got %d%s",
+                             TG_MAX_RANK, n_norm, normalized_shape ? "" : " (NULL)");
+    memcpy(at.shape, normalized_shape, (size_t)n_norm * sizeof *normalized_shape);
+    const tg_tensor *v = &x->value;
+    int lead = v->rank - n_norm;
+    bool fits = lead >= 0;
+    for (int d = 0; fits && d < n_norm; d++) fits = v->shape[lead + d] == normalized_shape[d];
+    if (!fits) {
+        /* "[*, 3, 4]" from "[3, 4]" */
+        tg_shape_str(n_norm, normalized_shape, a, sizeof a);
+        return tg_graph_fail(g, "layer_norm: Given normalized_shape=%s, expected input with shape "
+                             "[*, %s, but got input of size%s", a, a + 1, TG__SHAPE(v, b));
+    }
+    if (!ln_check_param(g, weight, "weight", n_norm, normalized_shape) ||
+        !ln_check_param(g, bias, "bias", n_norm, normalized_shape))
+        return NULL;
+    if (!(eps > 0))
+        return tg_graph_fail(g, "layer_norm: eps must be positive, got %g (tgraph rejects eps <= 0 "
+                             "and NaN; PyTorch's default is 1e-5)", eps);
+    tg_node *n = tg_node_new(g, &op_layer_norm, n_in, in, v->dtype, v->rank, v->shape);
+    ln_attr *attr = n ? tg_node_attr(n, sizeof *attr) : NULL;
+    if (!attr) return NULL;
+    *attr = at;
+    int64_t N = 1;
+    for (int d = 0; d < n_norm; d++) N *= normalized_shape[d];   /* <= numel: no overflow */
+    /* saved for backward: mean and rstd per row, [*leading] */
+    if (tg_node_buffer(n, TG_F64, lead, v->shape) < 0 || tg_node_buffer(n, TG_F64, lead, v->shape) < 0)
+        return NULL;
+    tg_node_scratch(n, 2 * (size_t)N * sizeof(double));   /* dgamma, dbeta column sums */
+    return n;
+}
+
+#endif

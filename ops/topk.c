@@ -1,0 +1,277 @@
+/*
+ * topk.c - torch.topk along one dim (OPS.md section 6): values, indices.
+ *
+ * Each row (n elements along dim, stride `inner`) is a partial selection,
+ * never a full sort:
+ * - k <= TOPK_SMALL (64; attention uses k = 32 of n = 256): a sorted buffer
+ *   of the k best so far on the stack; most elements fail one integer
+ *   comparison with the buffer's last, the rest are inserted from the back.
+ * - larger k: a binary heap of k entries kept in the output row (root = the
+ *   worst kept), O(n log k), then a heap sort when `sorted`.
+ * Measured (one thread, float32, ns per row; full qsort per row for scale):
+ *   n=256  k=32: buffer 2600, heap 5200, qsort 23000
+ *   n=256  k=64: buffer 4900, heap 9100;   ascending rows: 10800 vs 5800
+ *   n=4096 k=32: buffer 11000, heap 15900, qsort 500000
+ *
+ * The rank order is strict and total: value first (NaN above every number;
+ * reversed for smallest), then the lower index. So the chosen set and its
+ * order are fully determined, ties included.
+ *
+ * The values node saves the indices in n->buf[0]; the optional indices node
+ * is a second op whose forward copies that buffer. Not here: sort, argmax.
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+/* Does (a at index ia) rank before (b at ib)? largest: NaN > +inf > ... ;
+ * smallest: -inf < ... < +inf < NaN. Equal values: the lower index first. */
+static inline bool TG_F(before)(TG_T a, int64_t ia, TG_T b, int64_t ib, bool largest)
+{
+    bool na = a != a, nb = b != b;
+    if (na || nb) {
+        if (na && nb) return ia < ib;
+        return largest ? na : nb;
+    }
+    if (a != b) return largest ? a > b : a < b;
+    return ia < ib;
+}
+
+/* Restore the heap below position i (heap of m entries at stride st; every
+ * parent ranks after its children, so the root is the worst). */
+static void TG_F(sift_down)(TG_T *v, int64_t *ix, int64_t i, int64_t m, int64_t st, bool largest)
+{
+    TG_T pv = v[i * st];
+    int64_t pi = ix[i * st];
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && TG_F(before)(v[c * st], ix[c * st], v[(c + 1) * st], ix[(c + 1) * st],
+                                      largest))
+            c++;                                          /* the worse child */
+        if (!TG_F(before)(pv, pi, v[c * st], ix[c * st], largest)) break;
+        v[i * st] = v[c * st];
+        ix[i * st] = ix[c * st];
+        i = c;
+    }
+    v[i * st] = pv;
+    ix[i * st] = pi;
+}
+
+/* forward, one row, large k: (v, ix)[0..k) = the k best of x[0..n) (stride
+ * xs), in rank order when sorted. A heap in the output row (stride os). */
+static void TG_F(topk_row_heap)(const TG_T *x, int64_t n, int64_t xs, TG_T *v, int64_t *ix,
+                                int64_t k, int64_t os, bool largest, bool sorted)
+{
+    /* fill with the first k, then heapify */
+    for (int64_t j = 0; j < k; j++) {
+        v[j * os] = x[j * xs];
+        ix[j * os] = j;
+    }
+    for (int64_t i = k / 2 - 1; i >= 0; i--) TG_F(sift_down)(v, ix, i, k, os, largest);
+    /* every later element replaces the root if it ranks before it */
+    for (int64_t j = k; j < n; j++) {
+        TG_T e = x[j * xs];
+        if (TG_F(before)(e, j, v[0], ix[0], largest)) {
+            v[0] = e;
+            ix[0] = j;
+            TG_F(sift_down)(v, ix, 0, k, os, largest);
+        }
+    }
+    if (!sorted) return;
+    /* heap sort: move the worst to the back, repeatedly */
+    for (int64_t m = k - 1; m > 0; m--) {
+        TG_T tv = v[0];
+        int64_t ti = ix[0];
+        v[0] = v[m * os];
+        ix[0] = ix[m * os];
+        v[m * os] = tv;
+        ix[m * os] = ti;
+        TG_F(sift_down)(v, ix, 0, m, os, largest);
+    }
+}
+
+/* The rank of a value as an unsigned key, larger = ranks before (ties are
+ * broken by index separately): the IEEE bits made monotonic (sign flipped for
+ * positives, all bits for negatives; -0.0 read as +0.0), complemented for
+ * smallest; NaN is the top key for largest and 0 (last) for smallest. */
+#if TG_KERNELS == 32
+typedef uint32_t TG_F(key);
+#else
+typedef uint64_t TG_F(key);
+#endif
+static inline TG_F(key) TG_F(rank_key)(TG_T x, bool largest)
+{
+    const TG_F(key) top = (TG_F(key))1 << (sizeof(TG_F(key)) * 8 - 1);
+    TG_F(key) u;
+    TG_T z = x == 0 ? (TG_T)0 : x;
+    memcpy(&u, &z, sizeof u);
+    u = (u & top) ? ~u : (u | top);
+    if (x != x) return largest ? (TG_F(key))~(TG_F(key))0 : 0;
+    return largest ? u : ~u;
+}
+
+/* forward, one row, k <= TOPK_SMALL: a buffer of the best so far, sorted by
+ * key. Each new element has the largest index yet, so it loses every tie: it
+ * enters only with a strictly larger key than the buffer's last, and settles
+ * after any equal keys (insertion from the back). Always sorted. Costs n key
+ * comparisons plus about k/2 moves per entry (k ln(n/k) entries for random
+ * data, n for an ascending row, hence the small k). */
+static void TG_F(topk_row_small)(const TG_T *x, int64_t n, int64_t xs, TG_T *v, int64_t *ix,
+                                 int64_t k, int64_t os, bool largest)
+{
+    TG_F(key) bk[TOPK_SMALL];
+    int64_t bi[TOPK_SMALL], m = 0;
+    for (int64_t j = 0; j < n; j++) {
+        TG_F(key) e = TG_F(rank_key)(x[j * xs], largest);
+        if (m == k && e <= bk[k - 1]) continue;
+        int64_t p = m < k ? m++ : k - 1;
+        for (; p > 0 && bk[p - 1] < e; p--) {
+            bk[p] = bk[p - 1];
+            bi[p] = bi[p - 1];
+        }
+        bk[p] = e;
+        bi[p] = j;
+    }
+    for (int64_t j = 0; j < k; j++) {
+        v[j * os] = x[bi[j] * xs];
+        ix[j * os] = bi[j];
+    }
+}
+
+/* rows [begin, end): forward selects; backward does dx[o, ix[j], i] += dv[o, j, i] */
+static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const topk_ctx *c = vctx;
+    const topk_attr *a = c->n->attr;
+    int64_t n = a->n, k = a->k, in = a->inner;
+    int64_t *IX = c->n->buf[0].data;                       /* [outer, k, inner] */
+    (void)tid;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / in, i = r % in;
+        int64_t xb = o * n * in + i, ob = o * k * in + i;
+        if (!c->backward) {
+            const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
+            TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
+            if (k <= TOPK_SMALL)
+                TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+            else
+                TG_F(topk_row_heap)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest, a->sorted);
+        } else {
+            TG_T *dx = c->n->in[0]->grad.data;
+            const TG_T *dv = c->n->grad.data;
+            for (int64_t j = 0; j < k; j++) dx[xb + IX[ob + j * in] * in] += dv[ob + j * in];
+        }
+    }
+}
+
+#else /* ---------------------------------------------------- the ops proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "topk.h"
+
+typedef struct {
+    int     dim;                 /* wrapped */
+    int64_t k, outer, n, inner;  /* x seen as [outer, n, inner], values as [outer, k, inner] */
+    bool    largest, sorted;
+} topk_attr;
+
+typedef struct { tg_node *n; bool backward; } topk_ctx;
+
+/* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
+#ifndef TOPK_SMALL
+#define TOPK_SMALL 64
+#endif
+
+#define TG_KERNELS 32
+#include "topk.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "topk.c"
+#undef TG_KERNELS
+
+static void run(tg_node *n, bool backward)
+{
+    const topk_attr *a = n->attr;
+    topk_ctx c = {n, backward};
+    if (a->k == 0) return;
+    tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
+                    TG_DISPATCH(n->value.dtype, topk_rows), &c);
+}
+
+static tg_status topk_forward(tg_node *n)
+{
+    run(n, false);
+    return TG_OK;
+}
+
+static tg_status topk_backward(tg_node *n)
+{
+    run(n, true);
+    return TG_OK;
+}
+
+static void topk_describe(const tg_node *n, char *buf, size_t len)
+{
+    const topk_attr *a = n->attr;
+    snprintf(buf, len, "k=%lld dim=%d%s%s", (long long)a->k, a->dim,
+             a->largest ? "" : " smallest", a->sorted ? "" : " unsorted");
+}
+
+/* The decisions: which indices were picked, in which order (for gradcheck). */
+static uint64_t topk_kinks(const tg_node *n)
+{
+    const int64_t *ix = n->buf[0].data;
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n->buf[0].numel; i++) h = (h ^ (uint64_t)ix[i]) * 1099511628211ull;
+    return h;
+}
+
+static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
+                              .describe = topk_describe, .kinks = topk_kinks};
+
+/* indices node: a copy of the values node's saved indices */
+static tg_status topk_indices_forward(tg_node *n)
+{
+    memcpy(n->value.data, n->in[0]->buf[0].data, (size_t)n->value.numel * sizeof(int64_t));
+    return TG_OK;
+}
+
+static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward};
+
+tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool sorted,
+                 tg_node **indices)
+{
+    if (indices) *indices = NULL;
+    if (!tg_builder_check(g, "topk", 1, &x)) return NULL;
+    if (!tg__want_float(g, "topk", x, "input")) return NULL;
+    const tg_tensor *v = &x->value;
+    int d;
+    if (!tg__dim(g, "topk", dim, v->rank, &d)) return NULL;
+    int64_t size = v->rank ? v->shape[d] : 1;
+    if (k < 0 || k > size)
+        return tg_graph_fail(g, "topk: selected index k out of range (k = %lld, size of dim %d "
+                             "is %lld)", (long long)k, d, (long long)size);
+    topk_attr at = {.dim = d, .k = k, .outer = 1, .n = size, .inner = 1, .largest = largest,
+                    .sorted = sorted};
+    int64_t shape[TG_MAX_RANK];
+    for (int i = 0; i < v->rank; i++) {
+        shape[i] = i == d ? k : v->shape[i];
+        if (i < d) at.outer *= v->shape[i];
+        if (i > d) at.inner *= v->shape[i];
+    }
+    if (v->rank == 0) at.k = 1;            /* PyTorch: a 0-d input gives itself, even for k = 0 */
+    tg_node *n = tg_node_new(g, &op_topk, 1, &x, v->dtype, v->rank, shape);
+    topk_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    *a = at;
+    if (tg_node_buffer(n, TG_I64, v->rank, shape) < 0) return NULL;
+    if (indices) {
+        *indices = tg_node_new(g, &op_topk_indices, 1, &n, TG_I64, v->rank, shape);
+        if (!*indices) return NULL;
+    }
+    return n;
+}
+
+#endif

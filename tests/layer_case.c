@@ -1,0 +1,203 @@
+/*
+ * layer_case.c - run one PyTorch oracle case (shared/oracle/make_case.py,
+ * files under tests/fixtures/oracle/<case>/) through the layer registry and
+ * compare the output, the attention weights and every gradient.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
+#include "layer_case.h"
+
+/* A JSON config value as text in the KEY=VALUE language. */
+static void json_text(const tg__json *v, char *buf, size_t len)
+{
+    size_t at = 0;
+    switch (v->kind) {
+    case TG__JSON_NULL: snprintf(buf, len, "null"); break;
+    case TG__JSON_BOOL: snprintf(buf, len, "%s", v->b ? "true" : "false"); break;
+    case TG__JSON_NUMBER:
+        if (v->is_int) snprintf(buf, len, "%lld", (long long)v->i);
+        else snprintf(buf, len, "%.17g", v->num);
+        break;
+    case TG__JSON_STRING: snprintf(buf, len, "'%s'", v->str); break;
+    case TG__JSON_ARRAY:
+        at += (size_t)snprintf(buf, len, "[");
+        for (int i = 0; i < v->n && at < len; i++) {
+            char item[64];
+            json_text(tg__json_at(v, i), item, sizeof item);
+            at += (size_t)snprintf(buf + at, len - at, i ? ", %s" : "%s", item);
+        }
+        if (at < len) snprintf(buf + at, len - at, "]");
+        break;
+    default: snprintf(buf, len, "?"); break;
+    }
+}
+
+tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
+{
+    char path[512];
+    void *text;
+    size_t len;
+    tg__json_doc doc = {0};
+    snprintf(path, sizeof path, "%s/%s/case.json", TT_FIXTURES, dir);
+    cr_assert_eq(tg_read_file(path, 0, &text, &len), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg__json_parse(text, len, path, NULL, &doc), TG_OK, "%s", tg_last_error());
+    const tg__json *l = tg__json_get(doc.root, "layer"), *c = tg__json_get(doc.root, "config");
+    cr_assert(l && l->kind == TG__JSON_STRING && c && c->kind == TG__JSON_OBJECT);
+    snprintf(layer, layer_len, "%s", l->str);
+    tg_config *cfg = tg_config_new();
+    for (int k = 0; k < c->n; k++) {
+        char item[512], val[400];
+        json_text(tg__json_value(c, k), val, sizeof val);
+        snprintf(item, sizeof item, "%s=%s", tg__json_key(c, k)->str, val);
+        cr_assert_eq(tg_config_set(cfg, item), TG_OK, "%s: %s", item, tg_last_error());
+    }
+    tg__json_free(&doc);
+    tg_free(text);
+    return cfg;
+}
+
+void tt_run_oracle_case(const char *name, double atol, double rtol)
+{
+    char dir[256], path[512], layer[64], what[256];
+    snprintf(dir, sizeof dir, "oracle/%s", name);
+    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
+    cr_assert_not_null(l, "%s: %s", name, tg_last_error());
+    snprintf(path, sizeof path, "%s/%s/weights.safetensors", TT_FIXTURES, dir);
+    cr_assert_eq(tg_params_load(ps, path, 0), TG_OK, "%s: %s", name, tg_last_error());
+
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *in[TG_MAX_LAYER_INPUTS];
+    tg_tensor *x[TG_MAX_LAYER_INPUTS];
+    int n = tg_layer_input_count(l);
+    for (int i = 0; i < n; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(l, i);
+        char file[64];
+        snprintf(file, sizeof file, "%s.npy", spec->name);
+        x[i] = tt_load(dir, file);
+        in[i] = tg_input(g, spec->name, TG_F32, spec->rank, spec->shape);
+        cr_assert_eq(tg_node_set(in[i], x[i]), TG_OK, "%s input %s: %s", name, spec->name,
+                     tg_last_error());
+        if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
+    }
+    tg_layer_outputs out;
+    cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s: %s", name, tg_last_error());
+    if (out.attn) tg_node_keep(out.attn);
+    cr_assert_eq(tg_graph_forward(g), TG_OK, "%s: %s", name, tg_last_error());
+
+    tg_tensor *y = tt_load(dir, "y.npy");
+    snprintf(what, sizeof what, "%s: y", name);
+    tt_assert_close(tg_node_value(out.y), y, atol, rtol, what);
+    if (tt_exists(dir, "attn.npy")) {
+        cr_assert_not_null(out.attn, "%s: the case has attention weights, the layer gave none",
+                           name);
+        tg_tensor *a = tt_load(dir, "attn.npy");
+        snprintf(what, sizeof what, "%s: attn", name);
+        tt_assert_close(tg_node_value(out.attn), a, atol, rtol, what);
+        tg_tensor_free(a);
+    }
+
+    tg_tensor *dy = tt_load(dir, "dy.npy");
+    cr_assert_eq(tg_graph_backward(g, out.y, dy), TG_OK, "%s: %s", name, tg_last_error());
+    tg_st_file *grads;
+    snprintf(path, sizeof path, "%s/%s/grads.safetensors", TT_FIXTURES, dir);
+    cr_assert_eq(tg_st_load(path, &grads), TG_OK, "%s", tg_last_error());
+    int checked = 0;
+    for (int i = 0; i < tg_params_count(ps); i++) {
+        tg_param *p = tg_params_at(ps, i);
+        const tg_tensor *want = tg_st_find(grads, p->name);
+        cr_assert_not_null(want, "%s: no expected gradient for parameter %s", name, p->name);
+        snprintf(what, sizeof what, "%s: grad %s", name, p->name);
+        tt_assert_close(&p->grad, want, atol, rtol, what);
+        checked++;
+    }
+    for (int i = 0; i < n; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(l, i);
+        if (!spec->differentiable) continue;
+        char key[80];
+        snprintf(key, sizeof key, "input.%s", spec->name);
+        const tg_tensor *want = tg_st_find(grads, key);
+        cr_assert_not_null(want, "%s: no expected gradient %s", name, key);
+        snprintf(what, sizeof what, "%s: grad %s", name, key);
+        tt_assert_close(tg_node_grad(in[i]), want, atol, rtol, what);
+        checked++;
+    }
+    cr_assert_eq(checked, tg_st_count(grads), "%s: %d gradients compared, the case has %d", name,
+                 checked, tg_st_count(grads));
+    tg_st_free(grads);
+    tg_tensor_free(y);
+    tg_tensor_free(dy);
+    for (int i = 0; i < n; i++) tg_tensor_free(x[i]);
+    tg_graph_free(g);
+    tg_layer_free(l);
+    tg_params_free(ps);
+    tg_config_free(cfg);
+}
+
+int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, uint64_t seed,
+                       int64_t max_per_tensor)
+{
+    tg_config *cfg = tg_config_new();
+    for (int i = 0; i < n_sets; i++)
+        cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK, "%s", tg_last_error());
+    tg_rng rng;
+    tg_rng_seed(&rng, seed);
+    tg_params *ps = tg_params_new(TG_F64);
+    tg_layer *l = tg_layer_new(layer, cfg, ps, "", &rng);
+    cr_assert_not_null(l, "%s: %s", layer, tg_last_error());
+    for (int i = 0; i < tg_params_count(ps); i++) {   /* perturb: no gain exactly 1 */
+        tg_tensor *p = &tg_params_at(ps, i)->value;
+        for (int64_t k = 0; k < p->numel; k++)
+            tg_tensor_set(p, k, tg_tensor_get(p, k) + 0.1 * tg_rng_normal(&rng));
+    }
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *in[TG_MAX_LAYER_INPUTS];
+    int n = tg_layer_input_count(l);
+    for (int i = 0; i < n; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(l, i);
+        in[i] = tg_input(g, spec->name, TG_F64, spec->rank, spec->shape);
+        tg_tensor *t = (tg_tensor *)tg_node_value(in[i]);
+        for (int64_t k = 0; k < t->numel; k++)
+            tg_tensor_set(t, k, spec->differentiable ? tg_rng_normal(&rng)
+                                                     : (tg_rng_uniform(&rng) < 0.3 ? -100 : 0));
+        if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
+    }
+    tg_layer_outputs out;
+    cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s: %s", layer, tg_last_error());
+    tg_gradcheck_result res[256];
+    int nres = 0;
+    bool ok = false;
+    tg_gradcheck_opts o = {.seed = seed, .max_per_tensor = max_per_tensor};
+    cr_assert_eq(tg_gradcheck(g, out.y, &o, res, 256, &nres, &ok), TG_OK, "%s",
+                 tg_last_error());
+    for (int i = 0; i < nres; i++) {
+        cr_expect(res[i].pass, "%s: %s: worst rel %.3g (a=%.9g n=%.9g at %lld)", layer,
+                  res[i].name, res[i].max_rel_err, res[i].worst_analytical,
+                  res[i].worst_numerical, (long long)res[i].worst_index);
+        cr_expect(res[i].checked > 0, "%s: %s: nothing checked", layer, res[i].name);
+    }
+    cr_assert(ok, "%s: gradcheck failed", layer);
+    tg_graph_free(g);
+    tg_layer_free(l);
+    tg_params_free(ps);
+    tg_config_free(cfg);
+    return nres;
+}
+
+void tt_assert_layer_rejects(const char *layer, const char *const *sets, int n_sets,
+                             const char *needle)
+{
+    tg_config *cfg = tg_config_new();
+    for (int i = 0; i < n_sets; i++) tg_config_set(cfg, sets[i]);
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_rng rng;
+    tg_rng_seed(&rng, 0);
+    tg_layer *l = tg_layer_new(layer, cfg, ps, "", &rng);
+    cr_assert_null(l, "%s accepted a bad config (expected \"%s\")", layer, needle);
+    tt_assert_last_error(needle);
+    tg_params_free(ps);
+    tg_config_free(cfg);
+}

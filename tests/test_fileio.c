@@ -1,0 +1,245 @@
+/*
+ * test_fileio.c - the write-temp-then-rename helper (tg_write_atomic) and
+ * tg_read_file: a writer that fails half way and a process killed mid-write
+ * both leave the previous file intact and loadable; failures leave no
+ * temporary file behind.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* A fresh directory for one test. */
+static void make_dir(char *dir, size_t n, const char *tag)
+{
+    snprintf(dir, n, "/tmp/tgraph-test-fileio-%ld-%s", (long)getpid(), tag);
+    mkdir(dir, 0700);
+}
+
+/* Names in dir containing ".tmp." (leftover temporary files). */
+static int count_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            remove(p);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+static tg_tensor *ramp(int64_t n, double scale)
+{
+    tg_tensor *t = tg_tensor_new(TG_F64, 1, &n);
+    for (int64_t k = 0; k < n; k++) ((double *)t->data)[k] = (double)k * scale;
+    return t;
+}
+
+static void assert_ramp(const char *path, int64_t n, double scale)
+{
+    tg_tensor *t;
+    cr_assert_eq(tg_npy_load(path, &t), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(t->numel, n);
+    for (int64_t k = 0; k < n; k++)
+        cr_assert_eq(((double *)t->data)[k], (double)k * scale, "element %lld", (long long)k);
+    tg_tensor_free(t);
+}
+
+/* A writer that writes half of its bytes and then fails. */
+typedef struct { const unsigned char *bytes; size_t len; } half_ctx;
+static tg_status write_half_then_fail(FILE *f, void *vctx)
+{
+    half_ctx *c = vctx;
+    fwrite(c->bytes, 1, c->len / 2, f);
+    fflush(f);
+    return tg_set_error(TG_ERR_IO, "injected: the disk is full");
+}
+
+Test(fileio, failed_write_keeps_the_old_file)
+{
+    char dir[256], path[512];
+    make_dir(dir, sizeof dir, "fail");
+    snprintf(path, sizeof path, "%s/w.npy", dir);
+    tg_tensor *old = ramp(100, 1.0);
+    cr_assert_eq(tg_npy_save(path, old), TG_OK);
+    void *before;
+    size_t nbefore;
+    cr_assert_eq(tg_read_file(path, 0, &before, &nbefore), TG_OK);
+
+    unsigned char junk[4000];
+    memset(junk, 0xab, sizeof junk);
+    half_ctx c = {junk, sizeof junk};
+    cr_assert_eq(tg_write_atomic(path, write_half_then_fail, &c), TG_ERR_IO);
+    tt_assert_last_error("injected: the disk is full");
+    /* the old file: same bytes, still loadable; no temporary file left */
+    void *after;
+    size_t nafter;
+    cr_assert_eq(tg_read_file(path, 0, &after, &nafter), TG_OK);
+    cr_assert(nafter == nbefore && !memcmp(before, after, nbefore), "the old file changed");
+    assert_ramp(path, 100, 1.0);
+    cr_assert_eq(count_temps(dir), 0, "a temporary file was left behind");
+    tg_free(before);
+    tg_free(after);
+
+    /* a writer that succeeds replaces the file, again without leftovers */
+    tg_tensor *new_ = ramp(7, -0.5);
+    cr_assert_eq(tg_npy_save(path, new_), TG_OK);
+    assert_ramp(path, 7, -0.5);
+    cr_assert_eq(count_temps(dir), 0);
+    tg_tensor_free(old);
+    tg_tensor_free(new_);
+    remove_dir(dir);
+}
+
+/* A writer for the child: half the bytes, flushed to the temporary file,
+ * then a signal to the parent, then wait to be killed. */
+typedef struct { int signal_fd; } slow_ctx;
+static tg_status write_slowly(FILE *f, void *vctx)
+{
+    slow_ctx *c = vctx;
+    unsigned char junk[8192];
+    memset(junk, 0xcd, sizeof junk);
+    fwrite(junk, 1, sizeof junk / 2, f);
+    fflush(f);
+    if (write(c->signal_fd, "x", 1) != 1) _exit(3);
+    for (;;) pause();   /* the rest never comes: the parent kills us here */
+    return TG_OK;
+}
+
+Test(fileio, killed_writer_keeps_the_old_file)
+{
+    char dir[256], path[512], tmp[600];
+    make_dir(dir, sizeof dir, "kill");
+    snprintf(path, sizeof path, "%s/w.npy", dir);
+    tg_tensor *old = ramp(50, 0.25);
+    cr_assert_eq(tg_npy_save(path, old), TG_OK);
+
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        slow_ctx c = {fds[1]};
+        tg_write_atomic(path, write_slowly, &c);
+        _exit(2);   /* never reached */
+    }
+    close(fds[1]);
+    char got;
+    cr_assert_eq(read(fds[0], &got, 1), 1, "the child did not start writing");
+    close(fds[0]);
+    /* mid-write: the child's temporary file holds half the bytes */
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+    struct stat sb;
+    cr_assert_eq(stat(tmp, &sb), 0, "no temporary file %s", tmp);
+    cr_assert_eq(sb.st_size, 4096);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    /* the old file is untouched and loads; only the dead child's temp remains */
+    assert_ramp(path, 50, 0.25);
+    cr_assert_eq(count_temps(dir), 1);
+    remove(tmp);
+    /* a later write by a live process goes through */
+    tg_tensor *new_ = ramp(3, 2.0);
+    cr_assert_eq(tg_npy_save(path, new_), TG_OK);
+    assert_ramp(path, 3, 2.0);
+    cr_assert_eq(count_temps(dir), 0);
+    tg_tensor_free(old);
+    tg_tensor_free(new_);
+    remove_dir(dir);
+}
+
+static tg_status write_ok(FILE *f, void *vctx)
+{
+    (void)vctx;
+    fputs("hello", f);
+    return TG_OK;
+}
+
+Test(fileio, atomic_write_errors)
+{
+    char dir[256], path[512];
+    make_dir(dir, sizeof dir, "err");
+    cr_assert_eq(tg_write_atomic("", write_ok, NULL), TG_ERR_INVALID);
+    tt_assert_last_error("write: empty path");
+    snprintf(path, sizeof path, "%s/x", dir);
+    cr_assert_eq(tg_write_atomic(path, NULL, NULL), TG_ERR_INVALID);
+    tt_assert_last_error("no writer function");
+    cr_assert_eq(tg_write_atomic("/nonexistent-dir/x", write_ok, NULL), TG_ERR_IO);
+    tt_assert_last_error("/nonexistent-dir/x.tmp.");
+    tt_assert_last_error("cannot create");
+    /* the target is a directory: the rename fails and the temp file is removed */
+    snprintf(path, sizeof path, "%s/sub", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_assert_eq(tg_write_atomic(path, write_ok, NULL), TG_ERR_IO);
+    tt_assert_last_error("cannot rename");
+    cr_assert_eq(count_temps(dir), 0);
+    rmdir(path);
+    /* a path too long for the temporary name */
+    char longp[5000];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = '\0';
+    cr_assert_eq(tg_write_atomic(longp, write_ok, NULL), TG_ERR_INVALID);
+    tt_assert_last_error("path too long");
+    /* success writes exactly what fn wrote */
+    snprintf(path, sizeof path, "%s/ok.txt", dir);
+    cr_assert_eq(tg_write_atomic(path, write_ok, NULL), TG_OK);
+    void *d;
+    size_t n;
+    cr_assert_eq(tg_read_file(path, 0, &d, &n), TG_OK);
+    cr_assert(n == 5 && !memcmp(d, "hello", 5));
+    tg_free(d);
+    remove_dir(dir);
+}
+
+Test(fileio, read_file_limits)
+{
+    char dir[256], path[512];
+    make_dir(dir, sizeof dir, "read");
+    snprintf(path, sizeof path, "%s/big.bin", dir);
+    size_t n = 200000;   /* more than the first 64 KiB buffer */
+    unsigned char *b = malloc(n);
+    for (size_t k = 0; k < n; k++) b[k] = (unsigned char)(k * 31);
+    FILE *f = fopen(path, "wb");
+    fwrite(b, 1, n, f);
+    fclose(f);
+    void *d;
+    size_t got;
+    cr_assert_eq(tg_read_file(path, 0, &d, &got), TG_OK);
+    cr_assert(got == n && !memcmp(d, b, n));
+    tg_free(d);
+    cr_assert_eq(tg_read_file(path, n, &d, &got), TG_OK, "a limit equal to the size is fine");
+    tg_free(d);
+    cr_assert_eq(tg_read_file(path, 1000, &d, &got), TG_ERR_LIMIT);
+    tt_assert_last_error("big.bin: file is larger than 1000 bytes");
+    cr_assert_null(d);
+    cr_assert_eq(tg_read_file(dir, 0, &d, &got), TG_ERR_IO, "a directory is not a file");
+    cr_assert_eq(tg_read_file("/nonexistent-dir/f", 0, &d, &got), TG_ERR_IO);
+    tt_assert_last_error("/nonexistent-dir/f: cannot open");
+    free(b);
+    remove_dir(dir);
+}

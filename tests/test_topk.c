@@ -1,0 +1,296 @@
+/*
+ * test_topk.c - topk against PyTorch fixtures (values, indices and the
+ * gradient, float32), F64 gradcheck, the tie rule (lower index first), NaN
+ * ranking, sorted = false, the attention shape against a full-sort
+ * reference, and the bad inputs of OPS.md 19.
+ * Fixtures: tests/fixtures/gen_select.py.
+ */
+#include "testutil.h"
+
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "select_case.h"
+
+#define TOPK(fn, k, dim, largest)                                               \
+    static tg_node *fn(tg_graph *g, tg_node **in, tg_node **ix)                 \
+    {                                                                           \
+        return tg_topk(g, in[0], k, dim, largest, true, ix);                    \
+    }
+TOPK(tk_last, 3, -1, true)
+TOPK(tk_smallest, 3, -1, false)
+TOPK(tk_dim0, 2, 0, true)
+TOPK(tk_dim1_3d, 2, 1, false)
+TOPK(tk_full, 5, -1, true)
+TOPK(tk_k0, 0, -1, true)
+TOPK(tk_nan, 2, 0, true)
+TOPK(tk_nan_smallest, 4, 0, false)
+TOPK(tk_attention, 32, -1, true)
+TOPK(tk_0d, 1, 0, true)
+
+static const sel_case cases[] = {
+    {"topk_last", 1, tk_last, true},
+    {"topk_smallest", 1, tk_smallest, true},
+    {"topk_dim0", 1, tk_dim0, true},
+    {"topk_dim1_3d", 1, tk_dim1_3d, true},
+    {"topk_k_full", 1, tk_full, true},
+    {"topk_k0", 1, tk_k0, true},                 /* empty outputs, zero gradient */
+    {"topk_nan", 1, tk_nan, false},              /* [2, nan, 0, -1] -> [nan, 2], [1, 0] */
+    {"topk_nan_smallest", 1, tk_nan_smallest, false},
+    {"topk_attention", 1, tk_attention, true},   /* 16 rows of 256, k = 32 */
+    {"topk_0d", 1, tk_0d, true},
+};
+#define N_CASES (int)(sizeof cases / sizeof *cases)
+static int case_idx[N_CASES];
+
+ParameterizedTestParameters(topk, fixture)
+{
+    return sel_params(cases, N_CASES, false, case_idx);
+}
+ParameterizedTest(int *i, topk, fixture) { sel_fixture(&cases[*i]); }
+
+ParameterizedTestParameters(topk, gradcheck)
+{
+    return sel_params(cases, N_CASES, true, case_idx);
+}
+ParameterizedTest(int *i, topk, gradcheck) { sel_gradcheck(&cases[*i]); }
+
+/* Run topk on a 1-d float vector; return values and indices in caller arrays. */
+static void topk_1d(const double *x, int n, int64_t k, bool largest, bool sorted, double *v,
+                    int64_t *ix)
+{
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *in = sel_in(g, 1, (int64_t[]){n}), *idx;
+    memcpy(tg_node_value(in)->data, x, (size_t)n * sizeof *x);
+    tg_node *y = tg_topk(g, in, k, 0, largest, sorted, &idx);
+    cr_assert(y && idx, "%s", tg_graph_error(g));
+    cr_assert_eq(tg_node_value(idx)->dtype, TG_I64);
+    cr_assert(tg_graph_forward(g) == TG_OK, "%s", tg_last_error());
+    memcpy(v, tg_node_value(y)->data, (size_t)k * sizeof *v);
+    memcpy(ix, tg_node_value(idx)->data, (size_t)k * sizeof *ix);
+    tg_graph_free(g);
+}
+
+/* Ties: the lower index ranks first, for both directions (documented in topk.h). */
+Test(topk, ties_lower_index_first)
+{
+    double v[5];
+    int64_t ix[5];
+    topk_1d((double[]){1, 3, 3, 2, 3}, 5, 2, true, true, v, ix);
+    cr_assert(v[0] == 3 && v[1] == 3 && ix[0] == 1 && ix[1] == 2, "got %g@%ld %g@%ld", v[0],
+              (long)ix[0], v[1], (long)ix[1]);
+    topk_1d((double[]){1, 3, 3, 2, 3}, 5, 5, true, true, v, ix);
+    int64_t want[5] = {1, 2, 4, 3, 0};
+    for (int i = 0; i < 5; i++) cr_assert_eq(ix[i], want[i], "position %d", i);
+    topk_1d((double[]){1, 1, 0, -0.0, 0}, 5, 3, false, true, v, ix);   /* -0.0 == 0 */
+    int64_t want_s[3] = {2, 3, 4};
+    for (int i = 0; i < 3; i++) cr_assert_eq(ix[i], want_s[i], "smallest position %d", i);
+    topk_1d((double[]){NAN, 1, NAN, 5}, 4, 3, true, true, v, ix);       /* NaNs tie too */
+    cr_assert(ix[0] == 0 && ix[1] == 2 && ix[2] == 3 && isnan(v[0]) && isnan(v[1]) && v[2] == 5);
+    topk_1d((double[]){NAN, 1, NAN, INFINITY, -INFINITY}, 5, 5, false, true, v, ix);
+    int64_t want_n[5] = {4, 1, 3, 0, 2};                                /* NaNs last */
+    for (int i = 0; i < 5; i++) cr_assert_eq(ix[i], want_n[i], "NaN smallest position %d", i);
+}
+
+/* sorted = false: the same set (order unspecified). */
+Test(topk, unsorted_same_set)
+{
+    double x[40], v1[9], v2[9];
+    int64_t i1[9], i2[9];
+    for (int i = 0; i < 40; i++) x[i] = sin(1.7 * i + 0.3) * 10;
+    topk_1d(x, 40, 9, true, true, v1, i1);
+    topk_1d(x, 40, 9, true, false, v2, i2);
+    for (int a = 0; a < 9; a++) {
+        int found = 0;
+        for (int b = 0; b < 9; b++) found += i2[b] == i1[a] && v2[b] == v1[a];
+        cr_assert_eq(found, 1, "index %ld missing from the unsorted result", (long)i1[a]);
+    }
+}
+
+/* Values and indices node are optional: indices = NULL works; the node
+ * returned for indices copies the values node's picks. */
+Test(topk, indices_optional)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = sel_in(g, 2, (int64_t[]){2, 4});
+    float *xd = tg_node_value(x)->data;
+    for (int i = 0; i < 8; i++) xd[i] = (float)((i * 5) % 8);
+    tg_node *y = tg_topk(g, x, 2, 1, true, true, NULL);
+    cr_assert(y, "%s", tg_graph_error(g));
+    cr_assert(tg_graph_forward(g) == TG_OK);
+    const float *yd = tg_node_value(y)->data;    /* rows [0,5,2,7], [4,1,6,3] */
+    cr_assert(yd[0] == 7 && yd[1] == 5 && yd[2] == 6 && yd[3] == 4);
+    tg_graph_free(g);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* The attention shape, many rows (thread pool), against a full sort per row,
+ * and the backward: dx is dv at the picks, 0 elsewhere. */
+Test(topk, attention_rows_against_full_sort)
+{
+    enum { R = 4 * 8 * 16, N = 256, K = 32 };
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *x = sel_in(g, 2, (int64_t[]){R, N}), *ix;
+    tt_randn((tg_tensor *)tg_node_value(x), 5);
+    tg_node_set_requires_grad(x, true);
+    tg_node *y = tg_topk(g, x, K, -1, true, true, &ix);
+    cr_assert(tg_graph_forward(g) == TG_OK);
+    tg_tensor *dv = tg_tensor_new(TG_F64, 2, (int64_t[]){R, K});
+    tt_randn(dv, 6);
+    cr_assert(tg_graph_backward(g, y, dv) == TG_OK);
+    const double *X = tg_node_value(x)->data, *V = tg_node_value(y)->data;
+    const double *DX = tg_node_grad(x)->data;
+    const double *DV = dv->data;
+    const int64_t *I = tg_node_value(ix)->data;
+    static double row[N];
+    for (int r = 0; r < R; r++) {
+        memcpy(row, X + r * N, sizeof row);
+        qsort(row, N, sizeof *row, cmp_desc);
+        int nz = 0;
+        for (int j = 0; j < K; j++) {
+            cr_assert_eq(V[r * K + j], row[j], "row %d pick %d", r, j);
+            cr_assert_eq(X[r * N + I[r * K + j]], row[j], "row %d index %d", r, j);
+            cr_assert_eq(DX[r * N + I[r * K + j]], DV[r * K + j]);
+        }
+        for (int j = 0; j < N; j++) nz += DX[r * N + j] != 0;
+        cr_assert_eq(nz, K, "row %d: %d nonzero gradients", r, nz);
+    }
+    tg_tensor_free(dv);
+    tg_graph_free(g);
+}
+
+/* The documented order, written plainly: NaN first for largest (last for
+ * smallest), then by value, then the lower index. */
+static bool ref_largest;
+static const double *ref_x;
+static int ref_cmp(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    double x = ref_x[a], y = ref_x[b];
+    int nx = isnan(x), ny = isnan(y);
+    if (nx != ny) return ref_largest ? ny - nx : nx - ny;
+    if (!nx && x != y) return ref_largest ? (x < y ? 1 : -1) : (x < y ? -1 : 1);
+    return (a > b) - (a < b);
+}
+
+/* Both row paths (sorted buffer for k <= 64, heap above) on rows full of
+ * ties, NaNs, infinities and signed zeros, against a full sort by the rule. */
+Test(topk, both_paths_match_the_rule_on_ties_and_nan)
+{
+    enum { N = 300 };
+    static double x[N];
+    static int64_t order[N], ix[N];
+    static double v[N];
+    for (int i = 0; i < N; i++) {
+        int r = (i * 37 + 11) % 23;
+        x[i] = r == 0 ? NAN : r == 1 ? INFINITY : r == 2 ? -INFINITY : r == 3 ? -0.0
+             : (double)(r % 7) - 3;                             /* values repeat a lot */
+    }
+    const int64_t ks[] = {1, 5, 33, 64, 65, 100, 299, 300};
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+            int64_t k = ks[t];
+            ref_largest = dir == 0;
+            ref_x = x;
+            for (int i = 0; i < N; i++) order[i] = i;
+            qsort(order, N, sizeof *order, ref_cmp);
+            topk_1d(x, N, k, ref_largest, true, v, ix);
+            for (int64_t j = 0; j < k; j++) {
+                cr_assert_eq(ix[j], order[j], "largest=%d k=%ld: pick %ld is index %ld, want %ld",
+                             ref_largest, (long)k, (long)j, (long)ix[j], (long)order[j]);
+                cr_assert(v[j] == x[ix[j]] || (isnan(v[j]) && isnan(x[ix[j]])));
+            }
+            topk_1d(x, N, k, ref_largest, false, v, ix);        /* unsorted: same set */
+            qsort(ix, (size_t)k, sizeof *ix, ref_cmp);
+            for (int64_t j = 0; j < k; j++)
+                cr_assert_eq(ix[j], order[j], "unsorted k=%ld", (long)k);
+        }
+}
+
+/* Both paths along a strided dim: x [N, 3] with three copies of a row along dim 0. */
+Test(topk, both_paths_strided_dim)
+{
+    enum { N = 200 };
+    static double x[N];
+    static int64_t order[N];
+    for (int i = 0; i < N; i++) x[i] = (double)((i * 53) % 61) - 30 + (i % 3 == 0 ? 0.5 : 0);
+    ref_largest = false;
+    ref_x = x;
+    for (int i = 0; i < N; i++) order[i] = i;
+    qsort(order, N, sizeof *order, ref_cmp);
+    const int64_t ks[] = {7, 64, 65, 150};
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+        tg_graph *g = tg_graph_new(TG_F64);
+        tg_node *in = sel_in(g, 2, (int64_t[]){N, 3}), *ixn;
+        double *d = tg_node_value(in)->data;
+        for (int i = 0; i < N; i++) d[3 * i] = d[3 * i + 1] = d[3 * i + 2] = x[i];
+        tg_node *y = tg_topk(g, in, ks[t], 0, false, true, &ixn);
+        cr_assert(y && tg_graph_forward(g) == TG_OK);
+        const int64_t *ix = tg_node_value(ixn)->data;
+        const double *v = tg_node_value(y)->data;
+        for (int64_t j = 0; j < ks[t]; j++)
+            for (int c = 0; c < 3; c++) {
+                cr_assert_eq(ix[3 * j + c], order[j], "k=%ld pick %ld column %d", (long)ks[t],
+                             (long)j, c);
+                cr_assert_eq(v[3 * j + c], x[order[j]]);
+            }
+        tg_graph_free(g);
+    }
+}
+
+Test(topk, k0_on_0d_returns_the_scalar)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = sel_in(g, 0, NULL), *ix;
+    *(float *)tg_node_value(x)->data = 5;
+    tg_node *y = tg_topk(g, x, 0, -1, true, true, &ix);
+    cr_assert(y, "%s", tg_graph_error(g));
+    cr_assert(tg_graph_forward(g) == TG_OK);
+    cr_assert_eq(tg_node_value(y)->rank, 0);
+    cr_assert_eq(*(float *)tg_node_value(y)->data, 5);
+    cr_assert_eq(*(int64_t *)tg_node_value(ix)->data, 0);
+    tg_graph_free(g);
+}
+
+/* ---- bad input (OPS.md 19: k < 0, k > size(dim), bad dim, k > 1 on 0-d) ---- */
+
+static void expect_topk_error(int rank, const int64_t *shape, int64_t k, int dim, const char *msg)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = sel_in(g, rank, shape), *ix = (tg_node *)1;
+    cr_assert_null(tg_topk(g, x, k, dim, true, true, &ix));
+    cr_assert_null(ix, "indices must be NULL on error");
+    tt_assert_graph_error(g, msg);
+    tg_graph_free(g);
+}
+
+#define K_RANGE "topk: selected index k out of range"
+Test(topk_errors, k_negative) { expect_topk_error(1, (int64_t[]){4}, -1, 0, K_RANGE); }
+Test(topk_errors, k_too_large) { expect_topk_error(2, (int64_t[]){3, 4}, 5, -1, K_RANGE); }
+Test(topk_errors, k_too_large_dim0) { expect_topk_error(2, (int64_t[]){3, 4}, 4, 0, K_RANGE); }
+Test(topk_errors, k_above_1_on_0d) { expect_topk_error(0, NULL, 2, 0, K_RANGE); }
+Test(topk_errors, bad_dim)
+{
+    expect_topk_error(2, (int64_t[]){3, 2}, 1, 2,
+                      "topk: Dimension out of range (expected to be in range of [-2, 1], "
+                      "but got 2)");
+}
+Test(topk_errors, bad_dim_0d)
+{
+    expect_topk_error(0, NULL, 1, 1, "Dimension out of range (expected to be in range of [-1, 0], "
+                                     "but got 1)");
+}
+Test(topk_errors, integer_input)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "i", TG_I64, 1, (int64_t[]){3});
+    cr_assert_null(tg_topk(g, x, 1, 0, true, true, NULL));
+    tt_assert_graph_error(g, "topk: input must be float32, got int64");
+    tg_graph_free(g);
+}

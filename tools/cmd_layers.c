@@ -1,0 +1,63 @@
+/*
+ * cmd_layers.c - `tgraph layers`: every layer with its config keys, defaults
+ * and inputs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "tgraph.h"
+
+static int run(int argc, char **argv)
+{
+    tg_args a;
+    tg_args_init(&a, "layers", argc, argv);
+    const char *only = NULL, *arg;
+    bool names = false;
+    while ((arg = tg_args_next(&a))) {
+        if (!strcmp(arg, "--names")) names = true;
+        else if (arg[0] == '-' || only) return tg_cli_unknown(&a, arg);
+        else only = arg;
+    }
+    if (names) {
+        for (int i = 0; i < tg_layer_class_count(); i++) puts(tg_layer_class_at(i)->name);
+        return 0;
+    }
+    if (only && !tg_layer_class_find(only))
+        return tg_cli_fail("layers", "unknown layer '%s' (run tgraph layers for the list)", only);
+    for (int i = 0; i < tg_layer_class_count(); i++) {
+        const tg_layer_class *c = tg_layer_class_at(i);
+        if (only && strcmp(only, c->name)) continue;
+        unsigned char cfg[4096];
+        tg_layer_input in[TG_MAX_LAYER_INPUTS];
+        memset(cfg, 0, sizeof cfg);
+        int n = 0;
+        if (c->config_size <= sizeof cfg && !tg_layer_read_config(c, NULL, cfg))
+            n = c->inputs(cfg, in);
+        printf("%s\n  %s\n  keys:\n", c->name, c->summary);
+        for (const tg_layer_key *k = c->keys; k->name; k++)
+            printf("    %-18s = %-10s %s\n", k->name, k->def, k->doc);
+        printf("  inputs (default config):\n");
+        for (int j = 0; j < n; j++) {
+            char sh[128];
+            printf("    %-6s %-18s (%s)%s\n", in[j].name,
+                   tg_shape_str(in[j].rank, in[j].shape, sh, sizeof sh), in[j].dims,
+                   in[j].differentiable ? "" : ", constant");
+        }
+        if (!only && i + 1 < tg_layer_class_count()) printf("\n");
+    }
+    return 0;
+}
+
+const tg_cli_cmd tg_cmd_layers = {
+    .name = "layers",
+    .summary = "list the layers with their config keys, defaults and inputs",
+    .help = "usage: tgraph layers [LAYER] | tgraph layers --names\n\n"
+            "Lists every layer (or one) with its config keys (for --set KEY=VALUE in run,\n"
+            "gradcheck, dot and bench), their defaults (PyTorch's, as in\n"
+            "shared/oracle/make_case.py --list) and the inputs with their shapes.\n"
+            "--names prints only the layer names, one per line.\n\n"
+            "examples:\n  tgraph layers\n  tgraph layers tsa\n",
+    .run = run,
+};

@@ -1,0 +1,168 @@
+/*
+ * layer_cli.c - building a layer graph for the command line (see layer_cli.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "layer_cli.h"
+
+int tg_cli_set(const char *cmd, tg_config *cfg, const char *item)
+{
+    if (tg_config_set(cfg, item)) return tg_cli_fail(cmd, "--set %s: %s", item, tg_last_error());
+    return 0;
+}
+
+int tg_cli_inputs_add(const char *cmd, tg_cli_inputs *in, const char *item)
+{
+    const char *eq = strchr(item, '=');
+    if (!eq || eq == item || !eq[1])
+        return tg_cli_fail(cmd, "--input wants NAME=FILE.npy, got '%s'", item);
+    if (in->n == TG_MAX_LAYER_INPUTS)
+        return tg_cli_fail(cmd, "more than %d --input files", TG_MAX_LAYER_INPUTS);
+    size_t len = (size_t)(eq - item);
+    for (int i = 0; i < in->n; i++)
+        if (strlen(in->name[i]) == len && !strncmp(in->name[i], item, len))
+            return tg_cli_fail(cmd, "--input %.*s given twice", (int)len, item);
+    tg_tensor *t = NULL;
+    if (tg_npy_load(eq + 1, &t)) return tg_cli_fail(cmd, "--input %s", tg_last_error());
+    char *name = malloc(len + 1);
+    if (name) {
+        memcpy(name, item, len);
+        name[len] = '\0';
+    } else {
+        tg_tensor_free(t);
+        return tg_cli_fail(cmd, "out of memory");
+    }
+    in->name[in->n] = name;
+    in->t[in->n++] = t;
+    return 0;
+}
+
+void tg_cli_inputs_free(tg_cli_inputs *in)
+{
+    for (int i = 0; i < in->n; i++) {
+        free(in->name[i]);
+        tg_tensor_free(in->t[i]);
+    }
+    in->n = 0;
+}
+
+static const tg_tensor *file_for(const tg_cli_inputs *files, const char *name)
+{
+    for (int i = 0; files && i < files->n; i++)
+        if (!strcmp(files->name[i], name)) return files->t[i];
+    return NULL;
+}
+
+static const tg_layer_key *key_of(const tg_layer_class *cls, const char *name, size_t len)
+{
+    for (const tg_layer_key *k = cls->keys; k->name; k++)
+        if (strlen(k->name) == len && !strncmp(k->name, name, len)) return k;
+    return NULL;
+}
+
+/* Put shape keys the user did not give into cfg, read off the input files. */
+static int infer_shape_keys(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
+                            const tg_cli_inputs *files)
+{
+    unsigned char probe[4096];
+    tg_layer_input spec[TG_MAX_LAYER_INPUTS];
+    if (cls->config_size > sizeof probe) return tg_cli_fail(cmd, "internal: config too large");
+    memset(probe, 0, sizeof probe);
+    if (tg_layer_read_config(cls, cfg, probe)) return tg_cli_fail(cmd, "%s", tg_last_error());
+    int n = cls->inputs(probe, spec);
+    for (int i = 0; i < n; i++) {
+        const tg_tensor *t = file_for(files, spec[i].name);
+        if (!t) continue;
+        const char *d = spec[i].dims;
+        for (int dim = 0; *d; dim++) {
+            while (*d == ' ') d++;
+            size_t len = strcspn(d, " ");
+            const tg_layer_key *k = key_of(cls, d, len);
+            if (k && !tg_config_get(cfg, k->name)) {
+                char item[256];
+                if (k->type == TG_KEY_INT_LIST) {
+                    size_t at = (size_t)snprintf(item, sizeof item, "%s=[", k->name);
+                    for (int r = 0; r < t->rank && at < sizeof item; r++)
+                        at += (size_t)snprintf(item + at, sizeof item - at, r ? ",%lld" : "%lld",
+                                               (long long)t->shape[r]);
+                    if (at < sizeof item) snprintf(item + at, sizeof item - at, "]");
+                } else if (k->type == TG_KEY_INT && dim < t->rank) {
+                    snprintf(item, sizeof item, "%s=%lld", k->name, (long long)t->shape[dim]);
+                } else {
+                    d += len;
+                    continue;
+                }
+                if (tg_cli_set(cmd, cfg, item)) return 2;
+            }
+            d += len;
+        }
+    }
+    return 0;
+}
+
+int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_config *cfg,
+                       const tg_cli_inputs *files, tg_dtype dt, tg_rng *rng, bool grads)
+{
+    char a[128], b[128];
+    memset(c, 0, sizeof *c);
+    c->cmd = cmd;
+    const tg_layer_class *cls = tg_layer_class_find(name);
+    if (!cls) {
+        tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
+        return tg_cli_fail(cmd, "%s (see tgraph layers)", tg_last_error());
+    }
+    if (files && infer_shape_keys(cmd, cls, cfg, files)) return 2;
+    if (!(c->ps = tg_params_new(dt))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (!(c->layer = tg_layer_new(name, cfg, c->ps, "", rng)))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    c->n_in = tg_layer_input_count(c->layer);
+    for (int i = 0; files && i < files->n; i++) {
+        bool known = false;
+        for (int k = 0; k < c->n_in; k++) known |= !strcmp(tg_layer_input_at(c->layer, k)->name,
+                                                           files->name[i]);
+        if (!known) {
+            char list[128] = "";
+            for (int k = 0, at = 0; k < c->n_in; k++)
+                at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", k ? ", " : "",
+                               tg_layer_input_at(c->layer, k)->name);
+            return tg_cli_fail(cmd, "--input %s: %s has no input of that name (inputs: %s)",
+                               files->name[i], name, list);
+        }
+    }
+    if (!(c->g = tg_graph_new(dt))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    for (int i = 0; i < c->n_in; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
+        const tg_tensor *t = file_for(files, spec->name);
+        if (files && !t)
+            return tg_cli_fail(cmd, "missing --input %s=FILE.npy (%s wants %s shaped %s: %s)",
+                               spec->name, name, spec->name,
+                               tg_shape_str(spec->rank, spec->shape, a, sizeof a), spec->dims);
+        if (t && (t->rank != spec->rank || memcmp(t->shape, spec->shape,
+                                                   (size_t)t->rank * sizeof *t->shape)))
+            return tg_cli_fail(cmd, "--input %s: shape %s does not match the config's %s (%s)",
+                               spec->name, tg_shape_str(t->rank, t->shape, a, sizeof a),
+                               tg_shape_str(spec->rank, spec->shape, b, sizeof b), spec->dims);
+        if (t && !tg_dtype_is_float(t->dtype))
+            return tg_cli_fail(cmd, "--input %s: dtype %s, expected a float array", spec->name,
+                               tg_dtype_name(t->dtype));
+        c->in[i] = tg_input(c->g, spec->name, dt, spec->rank, spec->shape);
+        if (t && c->in[i] && tg_node_set(c->in[i], t))
+            return tg_cli_fail(cmd, "--input %s: %s", spec->name, tg_last_error());
+        if (grads && spec->differentiable && c->in[i]) tg_node_set_requires_grad(c->in[i], true);
+    }
+    if (tg_layer_build(c->layer, c->g, c->in, &c->out))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (c->out.attn) tg_node_keep(c->out.attn);
+    return 0;
+}
+
+void tg_cli_layer_free(tg_cli_layer *c)
+{
+    tg_graph_free(c->g);
+    tg_layer_free(c->layer);
+    tg_params_free(c->ps);
+    memset(c, 0, sizeof *c);
+}

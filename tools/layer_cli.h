@@ -1,0 +1,43 @@
+/*
+ * layer_cli.h - what the layer subcommands (run, gradcheck, dot, bench,
+ * layers) share: --set parsing, building a layer graph with its inputs, and
+ * inferring shape keys from input files.
+ */
+#ifndef TG_LAYER_CLI_H
+#define TG_LAYER_CLI_H
+
+#include "tgraph.h"
+
+typedef struct tg_cli_layer {
+    const char      *cmd;          /* for messages */
+    tg_params       *ps;
+    tg_layer        *layer;
+    tg_graph        *g;
+    int              n_in;
+    tg_node         *in[TG_MAX_LAYER_INPUTS];
+    tg_layer_outputs out;
+} tg_cli_layer;
+
+/* Input files given as NAME=FILE.npy. */
+typedef struct tg_cli_inputs {
+    int        n;
+    char      *name[TG_MAX_LAYER_INPUTS];
+    tg_tensor *t[TG_MAX_LAYER_INPUTS];
+} tg_cli_inputs;
+
+/* Load "NAME=FILE.npy" into in (error message printed; returns 2 on failure, 0 on success). */
+int  tg_cli_inputs_add(const char *cmd, tg_cli_inputs *in, const char *item);
+void tg_cli_inputs_free(tg_cli_inputs *in);
+
+/* Create layer `name` from cfg in a store of dtype dt and build its graph on
+ * input nodes (float inputs require grad when `grads` is set). Shape keys not
+ * given in cfg are taken from `files` (may be NULL); given ones must agree.
+ * rng NULL leaves parameters at zero. Returns 0, or 2 after printing one line. */
+int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_config *cfg,
+                       const tg_cli_inputs *files, tg_dtype dt, tg_rng *rng, bool grads);
+void tg_cli_layer_free(tg_cli_layer *c);
+
+/* Add "KEY=VALUE" to cfg, printing the error; returns 0 or 2. */
+int tg_cli_set(const char *cmd, tg_config *cfg, const char *item);
+
+#endif
