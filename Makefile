@@ -5,6 +5,7 @@
 #   make run        the main job (see README)
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
 #   make bench      the benchmark table
+#   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -28,7 +29,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h
+                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
 
@@ -45,7 +46,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan clean check-criterion diagrams install uninstall headers
+.PHONY: all test run asan clean check-criterion diagrams install uninstall headers bench-gemm
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -129,6 +130,14 @@ diagrams: $(TOOL)
 	  $(TOOL) dot $$l --depth 1 -o $(BUILD)/diagrams/$$l-depth1.dot \
 	      --svg $(BUILD)/diagrams/$$l-depth1.svg || exit 1; \
 	done; echo "diagrams in $(BUILD)/diagrams/"
+
+# ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
+BENCH_ARGS ?= --suite
+$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench-gemm: $(BUILD)/gemm-bench
+	$(BUILD)/gemm-bench $(BENCH_ARGS)
 
 # ---- sanitizers ----
 # allocator_may_return_null: a huge request (a user asking for 2^50 elements)
