@@ -7,6 +7,7 @@
 #   make fuzz       each libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 20) seconds
 #                   (clang-14; installs clang-14 and libclang-rt-14-dev if missing, as root)
 #   make bench      the benchmark table
+#   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -30,7 +31,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h
+                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
 
@@ -47,7 +48,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -116,10 +117,10 @@ $(TESTS): $(TEST_OBJ) $(LIB_A)
 
 test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
-	sh tests/api_check.sh $(BUILD)
+	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
-	$(TOOL) demo
+	$(TOOL) train --out $(BUILD)/train
 
 # ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
 diagrams: $(TOOL)
@@ -132,16 +133,23 @@ diagrams: $(TOOL)
 	      --svg $(BUILD)/diagrams/$$l-depth1.svg || exit 1; \
 	done; echo "diagrams in $(BUILD)/diagrams/"
 
+# ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
+BENCH_ARGS ?= --suite
+$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench-gemm: $(BUILD)/gemm-bench
+	$(BUILD)/gemm-bench $(BENCH_ARGS)
+
 # ---- sanitizers ----
 # LeakSanitizer reports when a test worker exits, after Criterion has counted
 # the test as passed: so the output is kept and any report fails the target.
-# A huge allocation returns NULL as it does without ASan (the library must
-# report it), instead of aborting. CC carries the sanitizer flags too, for
-# tests/api_check.sh, which compiles and runs the examples against the library.
+# allocator_may_return_null: a huge request (a user asking for 2^50 elements)
+# must come back as NULL -> TG_ERR_NOMEM, as it does without ASan.
+asan: export ASAN_OPTIONS = allocator_may_return_null=1:detect_leaks=1
 asan:
 	@mkdir -p build-asan
-	@{ ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
-	  CC="$(CC) -fsanitize=address,undefined" $(MAKE) BUILD=build-asan OPT=-O1 \
+	@{ $(MAKE) BUILD=build-asan OPT=-O1 API_CHECK_FLAGS="-fsanitize=address,undefined" \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test; echo $$? > build-asan/asan.rc; } \
 	  2>&1 | tee build-asan/asan.log

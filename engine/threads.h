@@ -6,6 +6,9 @@
  * items and runs fn on the pool's threads (the calling thread takes part).
  * Calls made from inside a worker run inline, so kernels can nest freely.
  * The pool starts lazily with tg_threads_default() threads (online cores).
+ *
+ * Idle workers spin briefly (TG_THREADS_SPIN_US microseconds, default 100)
+ * before they sleep, so back-to-back small jobs do not pay a wake-up each.
  */
 #ifndef TG_THREADS_H
 #define TG_THREADS_H
@@ -29,6 +32,10 @@ int tg_threads_get(void);
 tg_status tg_threads_set(int n);
 /* Online cores (sysconf), at least 1, at most TG_MAX_THREADS. */
 int tg_threads_default(void);
+/* Threads a tg_parallel_for issued from here would use: 1 inside a job (nested
+ * calls run inline), tg_threads_get() elsewhere. Lets a kernel pick a serial
+ * or a parallel blocking before it splits its work. */
+int tg_threads_available(void);
 
 #define TG_MAX_THREADS 64
 

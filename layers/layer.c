@@ -12,9 +12,13 @@
 static const tg_layer_class *const classes[] = {
     &tg_full_attention_class,
     &tg_attention_layer_class,
+    &tg_tsa_class,
+    &tg_seg_merging_class,
     &tg_axial_attention_class,
     &tg_assa_topk_class,
     &tg_assa_paper_class,
+    &tg_crossformer_class,
+    &tg_linear_forecast_class,
 };
 
 #define N_CLASSES (int)(sizeof classes / sizeof *classes)

@@ -9,5 +9,9 @@
 #include "attention.h"
 #include "axial.h"
 #include "assa.h"
+#include "tsa.h"
+#include "seg_merging.h"
+#include "crossformer.h"
+#include "linear_forecast.h"
 
 #endif

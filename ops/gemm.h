@@ -9,6 +9,16 @@
  * beta == 0 means C is written without being read (NaN in C is ignored).
  * The batched form repeats this for `batch` triples spaced by the strides
  * (in elements); a stride of 0 reuses the same matrix (broadcast).
+ * The C matrices of different items must not overlap, except that
+ * stride_c == 0 is allowed: the items then update that one C in batch order.
+ * K == 0 or alpha == 0 leave C = beta * C without reading A or B.
+ *
+ * Threads: the calls use the tg_parallel_for pool (engine/threads.h); called
+ * from inside a pool job they run on the calling thread only. The result is
+ * bitwise the same for any thread count (the blocking of the K sum does not
+ * depend on it). Per-thread packing buffers are allocated on first use and
+ * kept for the life of the thread; if that allocation fails the call falls
+ * back to a slower path that needs none.
  */
 #ifndef TG_GEMM_H
 #define TG_GEMM_H

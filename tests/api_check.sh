@@ -7,6 +7,7 @@ set -eu
 B=${1:-build}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
+XFLAGS=${TG_API_CFLAGS:-}      # e.g. the sanitizer flags of `make asan`
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "api_check: $*" >&2; exit 1; }
@@ -35,7 +36,7 @@ echo "api_check: libtgraph.so ($soname) exports $count symbols, all tg_"
 # 3. the examples compile against the staged headers and run
 for ex in tools/examples/*.c; do
     name=$(basename "$ex" .c)
-    $CC -std=c11 -Wall -Wextra -pedantic -Werror -I"$B/include" "$ex" "$B/libtgraph.a" \
+    $CC -std=c11 -Wall -Wextra -pedantic -Werror $XFLAGS -I"$B/include" "$ex" "$B/libtgraph.a" \
         -lm -lpthread -o "$tmp/$name" || fail "example $ex does not compile"
     (cd "$tmp" && ./"$name" > "$tmp/$name.out") || fail "example $name failed: $(cat "$tmp/$name.out")"
 done
@@ -51,7 +52,7 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 fi
 MAKEFLAGS= make -s install PREFIX="$tmp/prefix" BUILD="$B" >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
-$CC tools/examples/custom_op.c $(pkg-config --cflags --libs tgraph) -lm \
+$CC $XFLAGS tools/examples/custom_op.c $(pkg-config --cflags --libs tgraph) -lm \
     -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/installed" || fail "pkg-config build failed"
 "$tmp/installed" > "$tmp/installed.out" || fail "installed example failed"
 [ -x "$tmp/prefix/bin/tgraph" ] && [ -f "$tmp/prefix/share/man/man1/tgraph.1" ] \

@@ -15,10 +15,14 @@ typedef struct tg_cli_cmd {
     int (*run)(int argc, char **argv);     /* argv[0] is the command name */
 } tg_cli_cmd;
 
+extern const tg_cli_cmd tg_cmd_train;
+extern const tg_cli_cmd tg_cmd_eval;
 extern const tg_cli_cmd tg_cmd_demo;
 extern const tg_cli_cmd tg_cmd_layers;
 extern const tg_cli_cmd tg_cmd_run;
 extern const tg_cli_cmd tg_cmd_gradcheck;
 extern const tg_cli_cmd tg_cmd_dot;
+extern const tg_cli_cmd tg_cmd_compare;
+extern const tg_cli_cmd tg_cmd_op;
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * cmd_gradcheck.c - `tgraph gradcheck`: a layer in float64 with random,
- * perturbed parameters and random inputs, every gradient against central
- * differences.
+ * perturbed parameters and random inputs, or a single op (tools/op_table.h)
+ * on given or random inputs; every gradient against central differences.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,174 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "op_table.h"
+
+/* The inputs of a single op, in order: a file or a shape to fill at random. */
+typedef struct {
+    int         n;
+    bool        is_file[TG_OP_MAX_INPUTS];
+    const char *text[TG_OP_MAX_INPUTS];
+} op_sources;
+
+static void print_results(const char *name, const tg_gradcheck_result *res, int n_res, bool ok,
+                          int64_t seed)
+{
+    printf("gradcheck %s (float64, eps 1e-6, atol 1e-5, rtol 1e-3, seed %lld)\n", name,
+           (long long)seed);
+    for (int i = 0; i < n_res; i++) {
+        char sh[96], skipped[48] = "";
+        if (res[i].skipped)
+            snprintf(skipped, sizeof skipped, " (%lld at kinks left out)", (long long)res[i].skipped);
+        printf("  %-52s %-16s worst rel %.2e  %6lld checked%s  %s\n", res[i].name,
+               tg_shape_str(res[i].rank, res[i].shape, sh, sizeof sh), res[i].max_rel_err,
+               (long long)res[i].checked, skipped, res[i].pass ? "pass" : "FAIL");
+    }
+    printf("%s: %d tensors, %s\n", name, n_res, ok ? "all pass" : "FAILED");
+}
+
+/* --shape text ("2,3", "[2, 3]", "" or [] for 0-d) into a shape. */
+static int parse_shape(const char *text, int *rank, int64_t *shape)
+{
+    char buf[256];
+    tg_value v;
+    int n = 0;
+    snprintf(buf, sizeof buf, text[0] == '[' ? "%s" : "[%s]", text);
+    if (tg_value_parse(buf, &v)) return tg_cli_fail("gradcheck", "--shape %s", tg_last_error());
+    tg_status st = tg_value_as_int_list(&v, "--shape", shape, TG_MAX_RANK, &n);
+    tg_value_free(&v);
+    if (st) return tg_cli_fail("gradcheck", "%s", tg_last_error());
+    for (int d = 0; d < n; d++)
+        if (shape[d] < 0) return tg_cli_fail("gradcheck", "--shape %s: negative size", text);
+    *rank = n;
+    return 0;
+}
+
+/* The tensor of input i: loaded from its file or shaped and filled at random. */
+static int op_input(const tg_op_call *call, const op_sources *src, int i, tg_tensor **t,
+                    tg_rng *rng)
+{
+    const tg_op_def *op = call->op;
+    const tg_op_input *spec = tg_op_input_at(op, i);
+    if (src->is_file[i]) {
+        if (!strcmp(src->text[i], "null")) t[i] = NULL;
+        else if (tg_npy_load(src->text[i], &t[i]))
+            return tg_cli_fail("gradcheck", "%s: --in #%d (%s): %s", op->name, i + 1, spec->name,
+                               tg_last_error());
+    } else {
+        int rank = 0;
+        int64_t shape[TG_MAX_RANK];
+        if (parse_shape(src->text[i], &rank, shape)) return 2;
+        tg_dtype dt = spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET ? TG_I64
+                    : spec->kind == TG_OP_IN_MASK ? TG_BOOL : TG_F64;
+        if (!(t[i] = tg_tensor_new(dt, rank, shape)))
+            return tg_cli_fail("gradcheck", "%s: --shape %s: %s", op->name, src->text[i],
+                               tg_last_error());
+        if (tg_op_random_input(call, i, (const tg_tensor *const *)t, t[i], rng))
+            return tg_cli_fail("gradcheck", "%s", tg_last_error());
+    }
+    if (tg_op_check_input(op, i, t[i]))
+        return tg_cli_fail("gradcheck", "%s: input #%d (%s): %s", op->name, i + 1, spec->name,
+                           tg_last_error());
+    return 0;
+}
+
+/* einsum without inputs: one random operand per term of the equation, each
+ * label of size 2, 3 or 4 (by first appearance), "..." one dim of size 2. */
+static int einsum_shapes(const tg_op_call *call, op_sources *src, char (*buf)[64])
+{
+    const char *eq = call->attr[0].s ? call->attr[0].s : "";
+    char sizes[128] = {0};
+    int next = 0;
+    src->n = 0;
+    for (const char *p = eq;; p++) {
+        if (src->n == TG_EINSUM_MAX_OPERANDS)
+            return tg_cli_fail("gradcheck", "einsum: more than %d operands",
+                               TG_EINSUM_MAX_OPERANDS);
+        char *b = buf[src->n];
+        int at = 0;
+        for (; *p && *p != ',' && !(p[0] == '-' && p[1] == '>'); p++) {
+            unsigned char ch = (unsigned char)*p;
+            if (at > 50) break;
+            if (ch < 128 && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) {
+                if (!sizes[ch]) sizes[ch] = (char)('2' + next++ % 3);
+                at += snprintf(b + at, 64 - (size_t)at, "%s%c", at ? "," : "", sizes[ch]);
+            } else if (ch == '.' && p[1] == '.' && p[2] == '.') {
+                at += snprintf(b + at, 64 - (size_t)at, "%s2", at ? "," : "");
+                p += 2;
+            }
+        }
+        b[at] = '\0';
+        src->is_file[src->n] = false;
+        src->text[src->n++] = b;
+        if (*p != ',') break;
+    }
+    return 0;
+}
+
+/* `tgraph gradcheck OP ...`: the op in float64 on the given or random inputs. */
+static int op_gradcheck(const tg_op_def *op, tg_config *cfg, op_sources *src, int64_t seed,
+                        int64_t max_per)
+{
+    char shapes[TG_EINSUM_MAX_OPERANDS][64];
+    tg_op_call call;
+    tg_tensor *t[TG_OP_MAX_INPUTS] = {0};
+    tg_node *in[TG_OP_MAX_INPUTS] = {0}, *out[TG_OP_MAX_OUTPUTS] = {0}, *y = NULL;
+    tg_gradcheck_result res[TG_OP_MAX_INPUTS];
+    tg_graph *g = NULL;
+    int rc = 2, n_out = 0, n_res = 0, n_fo = 0;
+    bool ok = false;
+    if (tg_op_call_init(&call, op, cfg)) return tg_cli_fail("gradcheck", "%s", tg_last_error());
+    if (src->n == 0 && !strcmp(op->name, "einsum") && einsum_shapes(&call, src, shapes)) goto done;
+    if (tg_op_check_count(op, src->n)) {
+        rc = tg_cli_fail("gradcheck", "%s (give each with --in FILE.npy or --shape 2,3)",
+                         tg_last_error());
+        goto done;
+    }
+    tg_rng rng;
+    tg_rng_seed(&rng, (uint64_t)seed);
+    for (int i = 0; i < src->n; i++)
+        if (op_input(&call, src, i, t, &rng)) goto done;
+    if (!(g = tg_graph_new(TG_F64)) || tg_op_make_inputs(g, op, t, src->n, true, in)) {
+        rc = tg_cli_fail("gradcheck", "%s: %s", op->name, tg_last_error());
+        goto done;
+    }
+    if (tg_op_build(g, &call, in, src->n, out, TG_OP_MAX_OUTPUTS, &n_out)) {
+        rc = tg_cli_fail("gradcheck", "%s", tg_graph_error(g));
+        goto done;
+    }
+    /* one float output is checked as it is; several (split) as one flat concat */
+    tg_node *flat[TG_OP_MAX_OUTPUTS];
+    for (int j = 0; j < n_out; j++)
+        if (tg_dtype_is_float(tg_node_value(out[j])->dtype))
+            flat[n_fo++] = tg_reshape(g, out[j], 1, (int64_t[]){-1});
+    for (int j = 0; j < n_out && n_fo == 1; j++)
+        if (tg_dtype_is_float(tg_node_value(out[j])->dtype)) y = out[j];
+    if (n_fo > 1) y = tg_concat(g, n_fo, flat, 0);
+    bool any_grad = false;
+    for (int i = 0; i < src->n; i++)
+        any_grad |= t[i] && tg_op_input_differentiable(op, i, t[i]->dtype);
+    if (!n_fo || !any_grad) {
+        rc = tg_cli_fail("gradcheck", "%s: nothing to check (%s)", op->name,
+                         n_fo ? "no float input takes a gradient" : "no float output");
+        goto done;
+    }
+    if (!y) {
+        rc = tg_cli_fail("gradcheck", "%s", tg_graph_error(g));
+        goto done;
+    }
+    tg_gradcheck_opts o = {.seed = (uint64_t)seed, .max_per_tensor = max_per};
+    if (tg_gradcheck(g, y, &o, res, TG_OP_MAX_INPUTS, &n_res, &ok)) {
+        rc = tg_cli_fail("gradcheck", "%s: %s", op->name, tg_last_error());
+        goto done;
+    }
+    print_results(op->name, res, n_res, ok, seed);
+    rc = ok ? 0 : 1;
+done:
+    tg_graph_free(g);
+    for (int i = 0; i < TG_OP_MAX_INPUTS; i++) tg_tensor_free(t[i]);
+    tg_op_call_free(&call);
+    return rc;
+}
 
 static int run(int argc, char **argv)
 {
@@ -20,6 +188,7 @@ static int run(int argc, char **argv)
     tg_config *cfg = tg_config_new();
     tg_cli_layer c = {0};
     tg_gradcheck_result *res = NULL;
+    op_sources src = {0};
     int rc = 2;
     if (!cfg) return tg_cli_fail("gradcheck", "out of memory");
     while ((arg = tg_args_next(&a))) {
@@ -29,6 +198,13 @@ static int run(int argc, char **argv)
             if (!tg_args_int(&a, 0, INT64_MAX, &seed)) goto done;
         } else if (!strcmp(arg, "--max-per-tensor")) {
             if (!tg_args_int(&a, 0, INT64_MAX, &max_per)) goto done;
+        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--shape")) {
+            if (src.n == TG_OP_MAX_INPUTS) {
+                rc = tg_cli_fail("gradcheck", "more than %d inputs", TG_OP_MAX_INPUTS);
+                goto done;
+            }
+            src.is_file[src.n] = !strcmp(arg, "--in");
+            if (!tg_args_value(&a, &src.text[src.n++])) goto done;
         } else if (arg[0] != '-' && !layer) {
             layer = arg;
         } else if (arg[0] != '-' && strchr(arg, '=')) {
@@ -39,7 +215,24 @@ static int run(int argc, char **argv)
         }
     }
     if (!layer) {
-        rc = tg_cli_fail("gradcheck", "missing LAYER (see tgraph layers)");
+        rc = tg_cli_fail("gradcheck", "missing LAYER or OP (see tgraph layers, tgraph op --help)");
+        goto done;
+    }
+    const tg_op_def *op = tg_op_find(layer);
+    if (op && (!tg_layer_class_find(layer) || src.n)) {
+        rc = op_gradcheck(op, cfg, &src, seed, max_per);
+        goto done;
+    }
+    if (!op && !tg_layer_class_find(layer)) {
+        char ops[1024];
+        tg_op_names(ops, sizeof ops);
+        rc = tg_cli_fail("gradcheck", "'%s' is neither a layer (see tgraph layers) nor an op "
+                         "(ops: %s)", layer, ops);
+        goto done;
+    }
+    if (src.n) {
+        rc = tg_cli_fail("gradcheck", "--in and --shape are for single ops; %s is a layer (its "
+                         "inputs are random)", layer);
         goto done;
     }
     tg_rng rng;
@@ -71,17 +264,7 @@ static int run(int argc, char **argv)
         rc = tg_cli_fail("gradcheck", "%s", tg_last_error());
         goto done;
     }
-    printf("gradcheck %s (float64, eps 1e-6, atol 1e-5, rtol 1e-3, seed %lld)\n", layer,
-           (long long)seed);
-    for (int i = 0; i < n_res; i++) {
-        char sh[96], skipped[48] = "";
-        if (res[i].skipped)
-            snprintf(skipped, sizeof skipped, " (%lld at kinks left out)", (long long)res[i].skipped);
-        printf("  %-52s %-16s worst rel %.2e  %6lld checked%s  %s\n", res[i].name,
-               tg_shape_str(res[i].rank, res[i].shape, sh, sizeof sh), res[i].max_rel_err,
-               (long long)res[i].checked, skipped, res[i].pass ? "pass" : "FAIL");
-    }
-    printf("%s: %d tensors, %s\n", layer, n_res, ok ? "all pass" : "FAILED");
+    print_results(layer, res, n_res, ok, seed);
     rc = ok ? 0 : 1;
 done:
     free(res);
@@ -92,9 +275,11 @@ done:
 
 const tg_cli_cmd tg_cmd_gradcheck = {
     .name = "gradcheck",
-    .summary = "check every gradient of a layer against central differences (float64)",
+    .summary = "check every gradient of a layer or op against central differences (float64)",
     .help =
-        "usage: tgraph gradcheck LAYER [--set KEY=VALUE]... [--seed N] [--max-per-tensor N]\n\n"
+        "usage: tgraph gradcheck LAYER [--set KEY=VALUE]... [--seed N] [--max-per-tensor N]\n"
+        "       tgraph gradcheck OP [ATTR=VALUE]... [--in FILE.npy | --shape 2,3]...\n"
+        "                        [--seed N] [--max-per-tensor N]\n\n"
         "Builds LAYER in float64 with PyTorch-default parameters plus 0.1*randn (so no\n"
         "LayerNorm gain is exactly 1) and random inputs, and compares the gradient of\n"
         "sum(y * r) for a random r with central differences (eps 1e-6, atol 1e-5,\n"
@@ -102,7 +287,22 @@ const tg_cli_cmd tg_cmd_gradcheck = {
         "whose probe flips a discrete decision (a topk pick, a relu sign) are left out and\n"
         "counted. Prints one line per tensor; exits 1 if any fails.\n"
         "  --max-per-tensor N   check at most N elements per tensor (spread evenly)\n\n"
+        "OP is any op of tgraph op --help, with its attributes. Its tensor inputs, in\n"
+        "PyTorch's order, come from --in files (float data converted to float64; 'null'\n"
+        "for an omitted optional input) or are drawn at random in the --shape given\n"
+        "('' for 0-d), from the seed:\n"
+        "  float    N(0, 1); log/sqrt inputs |N| + 0.5; div's divisor sign * (|N| + 0.5)\n"
+        "  bool     true with probability 0.3 (masked_fill's mask)\n"
+        "  int64    gather/scatter/scatter_add/index_select index: values in\n"
+        "           [0, input.size(dim)), distinct along dim where they fit (unique\n"
+        "           scatter targets); cross_entropy target: classes in [0, C)\n"
+        "einsum with no inputs draws one operand per term (labels of size 2, 3, 4).\n"
+        "One line per float input that takes a gradient; several float outputs (split)\n"
+        "are checked together.\n\n"
         "examples:\n  tgraph gradcheck tsa\n"
-        "  tgraph gradcheck assa_topk --set N=9 --set k=4 --seed 3\n",
+        "  tgraph gradcheck assa_topk --set N=9 --set k=4 --seed 3\n"
+        "  tgraph gradcheck einsum 'equation=blhe,bshe->bhls'\n"
+        "  tgraph gradcheck topk k=3 --shape 4,7 --seed 2\n"
+        "  tgraph gradcheck gather dim=1 --shape 3,4 --shape 3,2\n",
     .run = run,
 };

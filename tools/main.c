@@ -8,10 +8,14 @@
 
 static const tg_cli_cmd *const commands[] = {
     &tg_cmd_run,
+    &tg_cmd_op,
     &tg_cmd_gradcheck,
     &tg_cmd_dot,
+    &tg_cmd_compare,
     &tg_cmd_layers,
     &tg_cmd_demo,
+    &tg_cmd_train,
+    &tg_cmd_eval,
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 

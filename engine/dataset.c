@@ -1,0 +1,574 @@
+/*
+ * dataset.c - the ETT CSV reader, the built-in synthetic series, splits, the
+ * StandardScaler, sliding windows and shuffling (see dataset.h).
+ *
+ * Not here: anything that knows a model or a graph - windows are copied into
+ * plain tensors the caller owns.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "internal.h"
+#include "tensor_io.h"
+
+#define CSV_MAX_BYTES ((size_t)1 << 31)   /* 2 GiB */
+#define CSV_MAX_COLS  4096
+
+void tg_dataset_free(tg_dataset *d)
+{
+    if (!d) return;
+    for (int64_t c = 0; d->names && c < d->cols; c++) tg__free(d->names[c]);
+    tg__free(d->names);
+    tg__free(d->data);
+    tg__free(d->source);
+    tg__free(d);
+}
+
+/* ---- CSV ---- */
+
+/* A line split into cells, in place: cells point into the line buffer. */
+typedef struct csv_line {
+    char  **cell;
+    int64_t n, cap;
+} csv_line;
+
+/* Split line (NUL-terminated, no newline) at commas; "quoted" cells lose their quotes. */
+static tg_status split_cells(char *line, csv_line *out, const char *what, int64_t lineno)
+{
+    out->n = 0;
+    char *p = line;
+    for (;;) {
+        if (out->n == out->cap) {
+            if (out->cap >= CSV_MAX_COLS)
+                return tg_set_error(TG_ERR_LIMIT, "%s:%lld: more than %d columns", what,
+                                    (long long)lineno, CSV_MAX_COLS);
+            int64_t ncap = out->cap ? out->cap * 2 : 16;
+            char **nc = tg__realloc(out->cell, (size_t)ncap * sizeof *nc);
+            if (!nc) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+            out->cell = nc;
+            out->cap = ncap;
+        }
+        while (*p == ' ' || *p == '\t') p++;
+        char *start = p, *end;
+        if (*p == '"') {
+            start = ++p;
+            char *w = p;   /* "" inside quotes is one quote */
+            for (;;) {
+                if (!*p)
+                    return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld: unterminated "
+                                        "quoted cell", what, (long long)lineno,
+                                        (long long)out->n + 1);
+                if (*p == '"' && p[1] == '"') { *w++ = '"'; p += 2; continue; }
+                if (*p == '"') break;
+                *w++ = *p++;
+            }
+            end = w;
+            p++;
+            while (*p == ' ' || *p == '\t') p++;
+            if (*p && *p != ',')
+                return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld: text after the "
+                                    "closing quote", what, (long long)lineno,
+                                    (long long)out->n + 1);
+        } else {
+            while (*p && *p != ',') p++;
+            end = p;
+            while (end > start && (end[-1] == ' ' || end[-1] == '\t')) end--;
+        }
+        char sep = *p;
+        *end = '\0';
+        out->cell[out->n++] = start;
+        if (sep != ',') break;
+        p++;
+    }
+    return TG_OK;
+}
+
+/* strtod over the whole cell; false when it is not a number. */
+static bool parse_number(const char *s, double *v)
+{
+    if (!*s) return false;
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return *end == '\0';
+}
+
+static bool blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t') return false;
+    return true;
+}
+
+tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, tg_dataset **out)
+{
+    *out = NULL;
+    if (!what) what = "csv";
+    tg_status st = TG_OK;
+    char *buf = tg__malloc(len + 1);
+    csv_line cl = {0};
+    tg_dataset *d = tg__calloc(1, sizeof *d);
+    int64_t cap_rows = 0, skip = 0, lineno = 0;
+    bool have_header = false;
+    if (!buf || !d) {
+        st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+        goto fail;
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len)) {
+        st = tg_set_error(TG_ERR_FORMAT, "%s: binary data (a NUL byte) in a CSV file", what);
+        goto fail;
+    }
+    char *p = buf;
+    if ((unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        p += 3;   /* UTF-8 byte order mark */
+    while (*p) {
+        char *line = p, *nl = strchr(p, '\n');
+        lineno++;
+        if (nl) { *nl = '\0'; p = nl + 1; } else p += strlen(p);
+        size_t ll = strlen(line);
+        if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
+        if (blank(line)) continue;
+        if ((st = split_cells(line, &cl, what, lineno))) goto fail;
+        if (!have_header) {
+            have_header = true;
+            d->cols = cl.n;   /* refined below once the first data row tells about column 0 */
+            if (!(d->names = tg__calloc((size_t)cl.n, sizeof *d->names))) {
+                st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+                goto fail;
+            }
+            for (int64_t c = 0; c < cl.n; c++)
+                if (!(d->names[c] = tg__strdup(cl.cell[c]))) {
+                    st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+                    goto fail;
+                }
+            continue;
+        }
+        if (cl.n != d->cols + skip) {
+            st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: %lld cells, expected %lld as in the "
+                              "header (a ragged row)", what, (long long)lineno,
+                              (long long)cl.n, (long long)(d->cols + skip));
+            goto fail;
+        }
+        double v;
+        if (d->rows == 0 && !parse_number(cl.cell[0], &v)) {
+            /* first data row: a non-numeric first column (dates) is skipped */
+            skip = 1;
+            tg__free(d->names[0]);
+            memmove(d->names, d->names + 1, (size_t)(d->cols - 1) * sizeof *d->names);
+            d->names[--d->cols] = NULL;
+            if (d->cols == 0) {
+                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: no numeric columns after the "
+                                  "first (skipped) column", what, (long long)lineno);
+                goto fail;
+            }
+        }
+        if (d->rows == cap_rows) {
+            int64_t ncap = cap_rows ? cap_rows * 2 : 1024;
+            size_t bytes;
+            double *nd = NULL;
+            if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
+                nd = tg__realloc(d->data, bytes);
+            if (!nd) {
+                st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", what,
+                                  (long long)lineno);
+                goto fail;
+            }
+            d->data = nd;
+            cap_rows = ncap;
+        }
+        for (int64_t c = 0; c < d->cols; c++) {
+            const char *cell = cl.cell[c + skip];
+            const char *name = d->names[c];
+            if (!*cell) {
+                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): empty cell "
+                                  "(missing values are not supported)", what, (long long)lineno,
+                                  (long long)(c + skip + 1), name);
+                goto fail;
+            }
+            if (!parse_number(cell, &v)) {
+                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
+                                  "a number", what, (long long)lineno, (long long)(c + skip + 1),
+                                  name, cell);
+                goto fail;
+            }
+            if (!isfinite(v)) {
+                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
+                                  "a finite number", what, (long long)lineno,
+                                  (long long)(c + skip + 1), name, cell);
+                goto fail;
+            }
+            d->data[d->rows * d->cols + c] = v;
+        }
+        d->rows++;
+    }
+    if (!have_header) {
+        st = tg_set_error(TG_ERR_FORMAT, "%s: empty file (expected a header row and data rows)",
+                          what);
+        goto fail;
+    }
+    if (d->rows == 0) {
+        st = tg_set_error(TG_ERR_FORMAT, "%s: no data rows after the header", what);
+        goto fail;
+    }
+    if (!(d->source = tg__strdup(what))) {
+        st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+        goto fail;
+    }
+    tg__free(cl.cell);
+    tg__free(buf);
+    *out = d;
+    return TG_OK;
+fail:
+    tg__free(cl.cell);
+    tg__free(buf);
+    tg_dataset_free(d);
+    return st;
+}
+
+tg_status tg_dataset_load_csv(const char *path, tg_dataset **out)
+{
+    void *data;
+    size_t len;
+    *out = NULL;
+    tg_status st = tg_read_file(path, CSV_MAX_BYTES, &data, &len);
+    if (st) return st;
+    st = tg_dataset_parse_csv(data, len, path, out);
+    tg_free(data);
+    return st;
+}
+
+/* ---- the built-in series ---- */
+
+static const char *const ett_names[7] = {"HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"};
+
+tg_status tg_dataset_synthetic(int64_t rows, int64_t cols, uint64_t seed, tg_dataset **out)
+{
+    *out = NULL;
+    if (rows < 1 || rows > ((int64_t)1 << 28) || cols < 1 || cols > 64)
+        return tg_set_error(TG_ERR_INVALID, "synthetic data: rows must be in [1, 2^28] and cols "
+                            "in [1, 64], got %lld and %lld", (long long)rows, (long long)cols);
+    tg_dataset *d = tg__calloc(1, sizeof *d);
+    if (!d) return tg_set_error(TG_ERR_NOMEM, "synthetic data: out of memory");
+    d->rows = rows;
+    d->cols = cols;
+    char src[96];
+    tg__fmt(src, sizeof src, "synthetic(rows=%lld, cols=%lld, seed=%llu)", (long long)rows,
+            (long long)cols, (unsigned long long)seed);
+    d->data = tg__malloc((size_t)rows * (size_t)cols * sizeof *d->data);
+    d->names = tg__calloc((size_t)cols, sizeof *d->names);
+    d->source = tg__strdup(src);
+    if (!d->data || !d->names || !d->source) goto oom;
+    for (int64_t c = 0; c < cols; c++) {
+        char nm[16];
+        if (cols == 7) tg__fmt(nm, sizeof nm, "%s", ett_names[c]);
+        else if (c == cols - 1) tg__fmt(nm, sizeof nm, "OT");
+        else tg__fmt(nm, sizeof nm, "c%lld", (long long)c);
+        if (!(d->names[c] = tg__strdup(nm))) goto oom;
+    }
+
+    /* Per-channel constants, drawn first so they do not depend on `rows`. */
+    enum { MAXC = 64 };
+    double amp_d[MAXC], ph_d[MAXC], amp_h[MAXC], amp_w[MAXC], ph_w[MAXC], load[MAXC],
+        trend[MAXC], level[MAXC], lag[MAXC], noise[MAXC], ar[MAXC];
+    const double two_pi = 6.283185307179586476925;
+    tg_rng rng;
+    tg_rng_seed(&rng, seed ^ 0x5eedda7a5e7ull);
+    for (int64_t c = 0; c < cols; c++) {
+        amp_d[c] = 0.6 + 0.8 * tg_rng_uniform(&rng);      /* daily cycle */
+        ph_d[c] = two_pi * tg_rng_uniform(&rng);
+        amp_h[c] = 0.3 * tg_rng_uniform(&rng);            /* its second harmonic */
+        amp_w[c] = 0.3 + 0.5 * tg_rng_uniform(&rng);      /* weekly cycle */
+        ph_w[c] = two_pi * tg_rng_uniform(&rng);
+        load[c] = 0.5 + 1.0 * tg_rng_uniform(&rng);       /* share of the common factor */
+        trend[c] = 0.6 * (tg_rng_uniform(&rng) - 0.5);    /* per 1000 steps */
+        level[c] = 10.0 * (tg_rng_uniform(&rng) - 0.3);
+        lag[c] = (double)tg_rng_below(&rng, 4);           /* steps behind the common factor */
+        noise[c] = 0.08 + 0.12 * tg_rng_uniform(&rng);
+        ar[c] = 0.0;
+    }
+    /* The common factor: a daily load curve whose height follows the week
+     * (quieter weekends) plus slow AR(1) weather. It is generated a few steps
+     * ahead so channels can lag it. */
+    double weather = 0, ot = 0;
+    enum { HIST = 8 };
+    double common[HIST] = {0};
+    for (int64_t t = -HIST; t < rows; t++) {
+        double day = two_pi * (double)t / 24.0, week = two_pi * (double)t / 168.0;
+        double weekday = 1.0 - 0.35 * (sin(week) > 0.62 ? 1.0 : 0.0);   /* ~2 quiet days */
+        weather = 0.97 * weather + 0.05 * tg_rng_normal(&rng);
+        double f = weekday * (sin(day - 1.2) + 0.35 * sin(2 * day + 0.4)) + 0.3 * weekday + weather;
+        memmove(common + 1, common, (HIST - 1) * sizeof *common);
+        common[0] = f;
+        double mix = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            ar[c] = 0.8 * ar[c] + noise[c] * tg_rng_normal(&rng);
+            if (t < 0) continue;
+            double v;
+            if (c == cols - 1 && cols > 1) {
+                /* OT: the oil temperature follows the load slowly (smoothed,
+                 * lagged), with a weekly swing of its own */
+                ot = 0.92 * ot + 0.08 * (mix / (double)(cols - 1));
+                v = level[c] + 3.0 * ot + amp_w[c] * sin(week + ph_w[c]) +
+                    trend[c] * (double)t / 1000.0 + 0.5 * ar[c];
+            } else {
+                v = level[c] + load[c] * common[(int)lag[c]] +
+                    amp_d[c] * sin(day + ph_d[c]) + amp_h[c] * sin(2 * day + 2 * ph_d[c]) +
+                    amp_w[c] * weekday * sin(week + ph_w[c]) + trend[c] * (double)t / 1000.0 +
+                    ar[c];
+                mix += v - level[c];
+            }
+            d->data[t * cols + c] = v;
+        }
+    }
+    *out = d;
+    return TG_OK;
+oom:
+    tg_dataset_free(d);
+    return tg_set_error(TG_ERR_NOMEM, "synthetic data: out of memory");
+}
+
+/* ---- splits ---- */
+
+tg_status tg_split_parse(const char *s, tg_split_spec *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s) return tg_set_error(TG_ERR_INVALID, "split: NULL");
+    const char *p = s;
+    bool dot = strpbrk(s, ".eE") != NULL;
+    out->ratios = dot;
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        errno = 0;
+        if (dot) {
+            double v = strtod(p, &end);
+            if (end == p || errno || !(v >= 0 && v <= 1)) goto bad;
+            out->r[i] = v;
+        } else {
+            if (*p == '-' || *p == '+') goto bad;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || errno || v < 0) goto bad;
+            out->n[i] = v;
+        }
+        p = end;
+        if (i < 2) {
+            if (*p != ',') goto bad;
+            p++;
+        }
+    }
+    if (*p) goto bad;
+    if (dot && out->r[0] + out->r[1] + out->r[2] > 1 + 1e-9)
+        return tg_set_error(TG_ERR_INVALID, "split '%s': the ratios add up to %g, more than 1", s,
+                            out->r[0] + out->r[1] + out->r[2]);
+    return TG_OK;
+bad:
+    return tg_set_error(TG_ERR_INVALID, "split '%s': expected three row counts A,B,C (e.g. "
+                        "8640,2880,2880) or three ratios (e.g. 0.7,0.1,0.2)", s);
+}
+
+void tg_split_format(const tg_split_spec *s, char *buf, size_t len)
+{
+    if (s->ratios) tg__fmt(buf, len, "%g,%g,%g", s->r[0], s->r[1], s->r[2]);
+    else tg__fmt(buf, len, "%lld,%lld,%lld", (long long)s->n[0], (long long)s->n[1],
+                 (long long)s->n[2]);
+}
+
+tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len, int64_t pred_len,
+                           tg_split_rows *out)
+{
+    memset(out, 0, sizeof *out);
+    if (seq_len < 1 || pred_len < 1)
+        return tg_set_error(TG_ERR_INVALID, "seq_len and pred_len must be >= 1, got %lld and "
+                            "%lld", (long long)seq_len, (long long)pred_len);
+    int64_t n[3];
+    if (s->ratios) {
+        n[0] = (int64_t)floor((double)rows * s->r[0]);
+        n[2] = (int64_t)floor((double)rows * s->r[2]);
+        if (fabs(s->r[0] + s->r[1] + s->r[2] - 1) < 1e-9) n[1] = rows - n[0] - n[2];
+        else n[1] = (int64_t)floor((double)rows * s->r[1]);
+    } else {
+        for (int i = 0; i < 3; i++) n[i] = s->n[i];
+        if (n[0] > rows || n[1] > rows - n[0] || n[2] > rows - n[0] - n[1]) {
+            char buf[96];
+            tg_split_format(s, buf, sizeof buf);
+            return tg_set_error(TG_ERR_INVALID, "split %s needs %lld rows, the data has %lld",
+                                buf, (long long)n[0] + n[1] + n[2], (long long)rows);
+        }
+    }
+    int64_t need = seq_len + pred_len;
+    out->train_begin = 0;
+    out->train_end = n[0];
+    out->val_begin = n[0] - seq_len;
+    out->val_end = n[0] + n[1];
+    out->test_begin = n[0] + n[1] - seq_len;
+    out->test_end = n[0] + n[1] + n[2];
+    const char *names[3] = {"train", "validation", "test"};
+    int64_t seg[3] = {n[0], n[1] + seq_len, n[2] + seq_len};
+    for (int i = 0; i < 3; i++) {
+        /* val/test borrow seq_len rows from before them; those must exist */
+        if (seg[i] < need || (i > 0 && (i == 1 ? out->val_begin : out->test_begin) < 0))
+            return tg_set_error(TG_ERR_INVALID, "too few rows for one window: the %s split has "
+                                "%lld rows; one window needs seq_len + pred_len = %lld rows "
+                                "(seq_len %lld, pred_len %lld)%s", names[i], (long long)n[i],
+                                (long long)need, (long long)seq_len, (long long)pred_len,
+                                i == 0 ? "" : " counting the seq_len rows it borrows from the "
+                                              "split before it");
+    }
+    out->n_train = n[0] - need + 1;
+    out->n_val = n[1] + seq_len - need + 1;
+    out->n_test = n[2] + seq_len - need + 1;
+    return TG_OK;
+}
+
+/* ---- scaler ---- */
+
+void tg_scaler_free(tg_scaler *s)
+{
+    if (!s) return;
+    tg__free(s->mean);
+    tg__free(s->std);
+    tg__free(s);
+}
+
+static tg_scaler *scaler_alloc(int64_t cols)
+{
+    tg_scaler *s = tg__calloc(1, sizeof *s);
+    if (s) {
+        s->cols = cols;
+        s->mean = tg__calloc((size_t)cols, sizeof *s->mean);
+        s->std = tg__calloc((size_t)cols, sizeof *s->std);
+        if (!s->mean || !s->std) {
+            tg_scaler_free(s);
+            s = NULL;
+        }
+    }
+    if (!s) tg_set_error(TG_ERR_NOMEM, "scaler: out of memory");
+    return s;
+}
+
+tg_scaler *tg_scaler_fit(const tg_dataset *d, int64_t begin, int64_t end)
+{
+    if (!d || begin < 0 || end > d->rows || end <= begin) {
+        tg_set_error(TG_ERR_INVALID, "scaler: bad row range [%lld, %lld)", (long long)begin,
+                     (long long)end);
+        return NULL;
+    }
+    tg_scaler *s = scaler_alloc(d->cols);
+    if (!s) return NULL;
+    double n = (double)(end - begin);
+    for (int64_t c = 0; c < d->cols; c++) {
+        double sum = 0, sq = 0;
+        for (int64_t r = begin; r < end; r++) sum += d->data[r * d->cols + c];
+        double m = sum / n;
+        for (int64_t r = begin; r < end; r++) {
+            double e = d->data[r * d->cols + c] - m;
+            sq += e * e;
+        }
+        double sd = sqrt(sq / n);
+        s->mean[c] = m;
+        s->std[c] = sd > 0 ? sd : 1.0;   /* sklearn: a constant feature keeps scale 1 */
+    }
+    return s;
+}
+
+tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std)
+{
+    if (cols < 1) {
+        tg_set_error(TG_ERR_INVALID, "scaler: %lld columns", (long long)cols);
+        return NULL;
+    }
+    for (int64_t c = 0; c < cols; c++)
+        if (!isfinite(mean[c]) || !(std[c] > 0) || !isfinite(std[c])) {
+            tg_set_error(TG_ERR_INVALID, "scaler: column %lld has mean %g and std %g (std must "
+                         "be finite and > 0)", (long long)c, mean[c], std[c]);
+            return NULL;
+        }
+    tg_scaler *s = scaler_alloc(cols);
+    if (!s) return NULL;
+    memcpy(s->mean, mean, (size_t)cols * sizeof *mean);
+    memcpy(s->std, std, (size_t)cols * sizeof *std);
+    return s;
+}
+
+tg_status tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *out)
+{
+    if (s->cols != d->cols)
+        return tg_set_error(TG_ERR_SHAPE, "scaler: fitted on %lld columns, the data has %lld",
+                            (long long)s->cols, (long long)d->cols);
+    for (int64_t r = 0; r < d->rows; r++)
+        for (int64_t c = 0; c < d->cols; c++)
+            out[r * d->cols + c] = (float)((d->data[r * d->cols + c] - s->mean[c]) / s->std[c]);
+    return TG_OK;
+}
+
+/* ---- windows ---- */
+
+tg_windows tg_windows_make(const float *z, int64_t cols, int64_t begin, int64_t end,
+                           int64_t seq_len, int64_t pred_len)
+{
+    tg_windows w = {z, cols, begin, 0, seq_len, pred_len};
+    int64_t n = end - begin - seq_len - pred_len + 1;
+    w.count = n > 0 ? n : 0;
+    return w;
+}
+
+static tg_status check_batch_tensor(const tg_tensor *t, int64_t n, int64_t len, int64_t cols,
+                                    const char *what)
+{
+    if (!tg_dtype_is_float(t->dtype) || t->rank != 3 || t->shape[0] < n || t->shape[0] < 1 ||
+        t->shape[1] != len || t->shape[2] != cols) {
+        char b[96];
+        return tg_set_error(TG_ERR_SHAPE, "windows: %s is %s %s, expected a float [B >= %lld, "
+                            "%lld, %lld]", what, tg_dtype_name(t->dtype),
+                            tg_shape_str(t->rank, t->shape, b, sizeof b), (long long)n,
+                            (long long)len, (long long)cols);
+    }
+    return TG_OK;
+}
+
+static void copy_rows(const float *src, int64_t count, tg_tensor *dst, int64_t at)
+{
+    if (dst->dtype == TG_F32) {
+        memcpy((float *)dst->data + at, src, (size_t)count * sizeof(float));
+    } else {
+        double *d = (double *)dst->data + at;
+        for (int64_t i = 0; i < count; i++) d[i] = src[i];
+    }
+}
+
+tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *x,
+                          tg_tensor *y)
+{
+    tg_status st;
+    if (n < 1) return tg_set_error(TG_ERR_INVALID, "windows: empty batch");
+    if ((st = check_batch_tensor(x, n, w->seq_len, w->cols, "x"))) return st;
+    if (y && (st = check_batch_tensor(y, n, w->pred_len, w->cols, "y"))) return st;
+    if (y && y->shape[0] != x->shape[0])
+        return tg_set_error(TG_ERR_SHAPE, "windows: x and y batch sizes differ");
+    int64_t B = x->shape[0], xs = w->seq_len * w->cols, ys = w->pred_len * w->cols;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t i = idx[b < n ? b : n - 1];
+        if (i < 0 || i >= w->count)
+            return tg_set_error(TG_ERR_INVALID, "windows: index %lld out of range [0, %lld)",
+                                (long long)i, (long long)w->count);
+        const float *start = w->z + (w->begin + i) * w->cols;
+        copy_rows(start, xs, x, b * xs);
+        if (y) copy_rows(start + xs, ys, y, b * ys);
+    }
+    return TG_OK;
+}
+
+void tg_shuffle_i64(int64_t *a, int64_t n, tg_rng *rng)
+{
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)tg_rng_below(rng, (uint64_t)i + 1);
+        int64_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * dataset.h - multivariate time series for training forecasters: the ETT CSV
+ * layout, a built-in synthetic series, train/val/test splits, a
+ * StandardScaler, sliding windows and shuffled mini-batches.
+ *
+ * The pipeline, as the ETT benchmark protocol (Informer, Crossformer,
+ * Time-Series-Library) defines it:
+ *
+ *     tg_dataset *d;   tg_dataset_load_csv("ETTh1.csv", &d);      // rows x cols, double
+ *     tg_split_spec sp;     tg_split_parse("8640,2880,2880", &sp);
+ *     tg_split_rows r; tg_split_resolve(&sp, d->rows, seq_len, pred_len, &r);
+ *     tg_scaler *sc = tg_scaler_fit(d, r.train_begin, r.train_end);   // train rows only
+ *     float *z = ...;  tg_scaler_transform(sc, d, z);                 // the scaled series
+ *     tg_windows w = tg_windows_make(z, d->cols, r.test_begin, r.test_end, seq_len, pred_len);
+ *     tg_windows_fill(&w, idx, n, x_tensor, y_tensor);                // one batch
+ *
+ * A window i of a segment [begin, end) takes x = rows [begin+i, begin+i+seq_len)
+ * and y = the pred_len rows after them; a segment of n rows holds
+ * n - seq_len - pred_len + 1 windows. Validation and test segments start
+ * seq_len rows before their first target row, so the first target follows
+ * straight on from the previous split.
+ *
+ * Not here: dates/time features (the first column is skipped), missing values
+ * (an empty cell is an error), file formats other than CSV.
+ */
+#ifndef TG_DATASET_H
+#define TG_DATASET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rng.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A series: rows x cols values, row-major (row = time step). */
+typedef struct tg_dataset {
+    int64_t rows, cols;
+    double *data;       /* [rows, cols], owned */
+    char  **names;      /* cols column names, owned */
+    char   *source;     /* file path or "synthetic(...)", owned */
+} tg_dataset;
+
+/* Read a CSV file in the ETT layout: a header row naming the columns, then
+ * one row per time step. When the first cell of the first data row is not a
+ * number (a date such as 2016-07-01 00:00:00), the first column is skipped in
+ * every row; every other cell must be a finite number. Blank lines are
+ * ignored; \r\n line ends are accepted; a cell may be "double quoted".
+ * Errors (TG_ERR_FORMAT, message "FILE:LINE: ..." naming the line and for a
+ * cell its column number and header name): an empty file, a header without
+ * data rows, a row with more or fewer cells than the header, an empty or
+ * non-numeric or non-finite cell. *out is a new dataset (tg_dataset_free). */
+tg_status tg_dataset_load_csv(const char *path, tg_dataset **out);
+/* The same from memory; `what` names the source in messages. */
+tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, tg_dataset **out);
+
+/* The built-in series: `cols` (1..64) coupled channels over `rows` hourly
+ * steps, deterministic for a seed (same bits on every machine that rounds
+ * libm's sin/cos/exp the same). Each channel mixes a daily and a weekly
+ * cycle of its own phase and amplitude, a slow trend and AR(1) noise; the
+ * channels share a common load factor and the last one ("OT", as in ETT)
+ * follows a lagged, smoothed mix of the others. Column names HUFL, HULL, ...
+ * like ETT where there are that many, else c0, c1, ... */
+tg_status tg_dataset_synthetic(int64_t rows, int64_t cols, uint64_t seed, tg_dataset **out);
+
+void tg_dataset_free(tg_dataset *d);
+
+/* ---- splits ---- */
+
+/* How to split the rows: counts (8640,2880,2880: the first A rows train, the
+ * next B validate, the next C test; rows after them are unused) or ratios
+ * (0.7,0.1,0.2: train = floor(rows*a), test = floor(rows*c), val = the rest,
+ * as Time-Series-Library's Dataset_Custom does; the ratios must sum to <= 1). */
+typedef struct tg_split_spec {
+    bool    ratios;
+    int64_t n[3];      /* counts */
+    double  r[3];      /* ratios */
+} tg_split_spec;
+
+/* Parse "A,B,C": three non-negative integers, or three numbers in [0, 1]
+ * containing a '.' (ratios). Errors name the text. */
+tg_status tg_split_parse(const char *s, tg_split_spec *out);
+/* Write the split back as text ("8640,2880,2880" or "0.7,0.1,0.2"). */
+void      tg_split_format(const tg_split_spec *s, char *buf, size_t len);
+
+/* Row ranges [begin, end) of the three segments, with val and test starting
+ * seq_len rows before their first target, and their window counts. */
+typedef struct tg_split_rows {
+    int64_t train_begin, train_end, val_begin, val_end, test_begin, test_end;
+    int64_t n_train, n_val, n_test;    /* windows */
+} tg_split_rows;
+
+/* Resolve a split over `rows` rows for windows of seq_len + pred_len.
+ * Errors: counts that add up to more rows than there are; a segment too short
+ * for a single window ("the test split has 50 rows; one window needs
+ * seq_len + pred_len = 120 rows (seq_len 96, pred_len 24)"); seq_len or
+ * pred_len < 1. */
+tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len, int64_t pred_len,
+                           tg_split_rows *out);
+
+/* ---- StandardScaler (sklearn): z = (x - mean) / std, std the population
+ * std (ddof 0) of the fitted rows; a constant column gets std 1. ---- */
+typedef struct tg_scaler {
+    int64_t cols;
+    double *mean, *std;   /* [cols], owned */
+} tg_scaler;
+
+/* Fit on rows [begin, end) of d (two passes, in double). NULL on a bad range
+ * or OOM (tg_last_error()). Free with tg_scaler_free. */
+tg_scaler *tg_scaler_fit(const tg_dataset *d, int64_t begin, int64_t end);
+/* A scaler from given statistics (checkpoints); std must be > 0. */
+tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std);
+void       tg_scaler_free(tg_scaler *s);
+/* Scale every row of d into out ([rows, cols] floats); cols must match. */
+tg_status  tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *out);
+
+/* ---- sliding windows over a scaled series ---- */
+typedef struct tg_windows {
+    const float *z;                 /* [rows, cols] scaled series, not owned */
+    int64_t      cols, begin, count, seq_len, pred_len;
+} tg_windows;
+
+/* The windows of segment [begin, end) of z (count 0 when too short). */
+tg_windows tg_windows_make(const float *z, int64_t cols, int64_t begin, int64_t end,
+                           int64_t seq_len, int64_t pred_len);
+
+/* Copy windows idx[0..n) into x [B, seq_len, cols] and y [B, pred_len, cols]
+ * (F32 or F64 tensors, B >= n; y may be NULL). Rows n..B-1 of a short batch
+ * repeat the last window, so a fixed-size graph can run it; callers count
+ * only the first n. Errors: shapes that do not match, an index out of range. */
+tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *x,
+                          tg_tensor *y);
+
+/* Shuffle a[0..n) in place (Fisher-Yates, drawing from rng). */
+void tg_shuffle_i64(int64_t *a, int64_t n, tg_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,119 @@
+/*
+ * cmd_compare.c - `tgraph compare`: two .npy files, or two safetensors files
+ * tensor by tensor (by name), within a tolerance. The last step of checking a
+ * PyTorch layer against tgraph without Python.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "tgraph.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Print one line for a pair; returns true when they agree. */
+static bool compare_one(const char *name, const tg_tensor *a, const tg_tensor *b, double atol,
+                        double rtol)
+{
+    char sa[96], sb[96];
+    if (!tg_tensor_same_shape(a, b)) {
+        printf("  %-48s shape %s vs %s  MISMATCH\n", name, tg_shape_str(a->rank, a->shape, sa, sizeof sa),
+               tg_shape_str(b->rank, b->shape, sb, sizeof sb));
+        return false;
+    }
+    double worst = 0, max_abs = 0;
+    int64_t at = -1;
+    for (int64_t i = 0; i < a->numel; i++) {
+        double x = tg_tensor_get(a, i), y = tg_tensor_get(b, i);
+        if (isnan(x) && isnan(y)) continue;
+        double d = fabs(x - y), r = d / (atol + rtol * fabs(y));
+        if (isnan(d)) r = INFINITY, d = INFINITY;
+        if (d > max_abs) max_abs = d;
+        if (r > worst) worst = r, at = i;
+    }
+    bool ok = worst <= 1;
+    printf("  %-48s %-16s max |diff| %.3g%s\n", name, tg_shape_str(a->rank, a->shape, sa, sizeof sa),
+           max_abs, ok ? "  ok" : "  MISMATCH");
+    if (!ok)
+        printf("    worst at element %lld: %.9g vs %.9g\n", (long long)at, tg_tensor_get(a, at),
+               tg_tensor_get(b, at));
+    return ok;
+}
+
+static int run(int argc, char **argv)
+{
+    tg_args a;
+    tg_args_init(&a, "compare", argc, argv);
+    const char *files[2] = {NULL, NULL}, *arg;
+    double atol = 1e-5, rtol = 1e-4;
+    int nf = 0;
+    while ((arg = tg_args_next(&a))) {
+        if (!strcmp(arg, "--atol")) {
+            if (!tg_args_double(&a, 0, 1e300, &atol)) return 2;
+        } else if (!strcmp(arg, "--rtol")) {
+            if (!tg_args_double(&a, 0, 1e300, &rtol)) return 2;
+        } else if (arg[0] != '-' && nf < 2) {
+            files[nf++] = arg;
+        } else {
+            return tg_cli_unknown(&a, arg);
+        }
+    }
+    if (nf != 2) return tg_cli_fail("compare", "wants two files (see tgraph compare --help)");
+    bool st = ends_with(files[0], ".safetensors");
+    if (st != ends_with(files[1], ".safetensors"))
+        return tg_cli_fail("compare", "compare .npy with .npy or .safetensors with .safetensors");
+    bool ok = true;
+    if (!st) {
+        tg_tensor *x = NULL, *y = NULL;
+        if (tg_npy_load(files[0], &x) || tg_npy_load(files[1], &y)) {
+            tg_tensor_free(x);
+            return tg_cli_fail("compare", "%s", tg_last_error());
+        }
+        ok = compare_one(files[0], x, y, atol, rtol);
+        tg_tensor_free(x);
+        tg_tensor_free(y);
+    } else {
+        tg_st_file *x = NULL, *y = NULL;
+        if (tg_st_load(files[0], &x) || tg_st_load(files[1], &y)) {
+            tg_st_free(x);
+            return tg_cli_fail("compare", "%s", tg_last_error());
+        }
+        for (int i = 0; i < tg_st_count(x); i++) {
+            const tg_tensor *other = tg_st_find(y, tg_st_name(x, i));
+            if (!other) {
+                printf("  %-48s only in %s  MISMATCH\n", tg_st_name(x, i), files[0]);
+                ok = false;
+                continue;
+            }
+            ok &= compare_one(tg_st_name(x, i), tg_st_tensor(x, i), other, atol, rtol);
+        }
+        for (int i = 0; i < tg_st_count(y); i++)
+            if (!tg_st_find(x, tg_st_name(y, i))) {
+                printf("  %-48s only in %s  MISMATCH\n", tg_st_name(y, i), files[1]);
+                ok = false;
+            }
+        tg_st_free(x);
+        tg_st_free(y);
+    }
+    printf("%s (atol %g, rtol %g)\n", ok ? "all agree" : "MISMATCH", atol, rtol);
+    return ok ? 0 : 1;
+}
+
+const tg_cli_cmd tg_cmd_compare = {
+    .name = "compare",
+    .summary = "compare two .npy or two safetensors files (by tensor name) within a tolerance",
+    .help = "usage: tgraph compare A B [--atol 1e-5] [--rtol 1e-4]\n\n"
+            "A and B are both .npy or both .safetensors; safetensors files are matched by\n"
+            "tensor name (a name in only one file is a mismatch). Every element must satisfy\n"
+            "|a - b| <= atol + rtol * |b| (NaN equals NaN). Prints one line per tensor with\n"
+            "the largest difference; exits 1 on any mismatch.\n\n"
+            "examples:\n  tgraph compare y.npy /tmp/tsa/y.npy\n"
+            "  tgraph compare grads.safetensors /tmp/tsa/grads.safetensors\n",
+    .run = run,
+};

@@ -1,0 +1,331 @@
+/*
+ * op_call.c - using the op table (tools/op_table.h): finding an op, resolving
+ * its attributes from KEY=VALUE items, checking and creating its inputs,
+ * building it, and drawing random inputs for gradcheck. The table itself and
+ * the per-op glue are in op_table.c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_table.h"
+
+const tg_op_def *tg_op_find(const char *name)
+{
+    if (!name) return NULL;
+    if (!strcmp(name, "concat")) name = "cat";
+    for (int i = 0; i < tg_op_count(); i++)
+        if (!strcmp(tg_op_at(i)->name, name)) return tg_op_at(i);
+    return NULL;
+}
+
+void tg_op_names(char *buf, size_t len)
+{
+    size_t at = 0;
+    if (!len) return;
+    buf[0] = '\0';
+    for (int i = 0; i < tg_op_count() && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", tg_op_at(i)->name);
+}
+
+void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
+{
+    size_t at = 0;
+    if (!len) return;
+    snprintf(buf, len, "none");
+    for (int i = 0; i < TG_OP_MAX_ATTRS && op->attrs[i].name && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", op->attrs[i].name);
+    if (op->axis_lengths && at < len)
+        snprintf(buf + at, len - at, ", and axis lengths NAME=INT");
+}
+
+/* ---- resolving attributes ---- */
+
+static const char *type_noun(tg_op_attr_type t)
+{
+    switch (t) {
+    case TG_OP_INT: return "an integer";
+    case TG_OP_FLOAT: return "a number";
+    case TG_OP_BOOL: return "true or false";
+    case TG_OP_STRING: return "a string";
+    case TG_OP_INT_LIST: return "a list of integers";
+    default: return "a value";
+    }
+}
+
+static tg_status check_type(const tg_op_attr *a, const tg_value *v)
+{
+    if (v->kind == TG_VALUE_NULL)
+        return a->nullable ? TG_OK : tg_set_error(TG_ERR_INVALID, "%s: expected %s, got null "
+                                                  "(None)", a->name, type_noun(a->type));
+    int64_t tmp[TG_OP_MAX_OUTPUTS];
+    int n;
+    double f;
+    bool b;
+    const char *s;
+    switch (a->type) {
+    case TG_OP_INT: return tg_value_as_int(v, a->name, tmp);
+    case TG_OP_FLOAT: return tg_value_as_double(v, a->name, &f);
+    case TG_OP_BOOL: return tg_value_as_bool(v, a->name, &b);
+    case TG_OP_STRING: return tg_value_as_string(v, a->name, &s);
+    case TG_OP_INT_LIST: return tg_value_as_int_list(v, a->name, tmp, TG_OP_MAX_OUTPUTS, &n);
+    default: return tg_set_error(TG_ERR_INVALID, "%s: bad attribute type", a->name);
+    }
+}
+
+/* A deep copy of a value (configs own theirs). */
+static tg_status copy_value(const tg_value *src, tg_value *dst)
+{
+    *dst = *src;
+    dst->s = NULL;
+    dst->items = NULL;
+    if (src->kind == TG_VALUE_STRING && src->s) {
+        if (!(dst->s = malloc(strlen(src->s) + 1))) goto nomem;
+        strcpy(dst->s, src->s);
+    }
+    if (src->kind == TG_VALUE_LIST && src->n > 0) {
+        if (!(dst->items = calloc((size_t)src->n, sizeof *dst->items))) goto nomem;
+        for (int i = 0; i < src->n; i++)
+            if (copy_value(&src->items[i], &dst->items[i])) {
+                tg_value_free(dst);
+                return TG_ERR_NOMEM;
+            }
+    }
+    return TG_OK;
+nomem:
+    tg_value_free(dst);
+    return tg_set_error(TG_ERR_NOMEM, "out of memory");
+}
+
+tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
+{
+    char names[512], msg[1024];
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    tg_op_attr_names(op, names, sizeof names);
+    int n_attrs = 0;
+    while (n_attrs < TG_OP_MAX_ATTRS && op->attrs[n_attrs].name) n_attrs++;
+    for (int k = 0; cfg && k < tg_config_count(cfg); k++) {
+        const char *key = tg_config_key(cfg, k);
+        bool known = false;
+        for (int i = 0; i < n_attrs; i++) known |= !strcmp(op->attrs[i].name, key);
+        if (known) continue;
+        if (!op->axis_lengths) {
+            tg_op_call_free(c);
+            return tg_set_error(TG_ERR_NOT_FOUND, "%s: unknown attribute '%s' (attributes: %s)",
+                                op->name, key, names);
+        }
+        const tg_value *v = tg_config_get(cfg, key);
+        if (v->kind != TG_VALUE_INT) {
+            snprintf(msg, sizeof msg, "%s", tg_value_as_int(v, key, &(int64_t){0}) ? tg_last_error()
+                                                                                   : "");
+            tg_op_call_free(c);
+            return tg_set_error(TG_ERR_INVALID, "%s: %s (an axis length; attributes: %s)",
+                                op->name, msg, names);
+        }
+        if (c->n_axes == TG_OP_MAX_AXES) {
+            tg_op_call_free(c);
+            return tg_set_error(TG_ERR_LIMIT, "%s: more than %d axis lengths", op->name,
+                                TG_OP_MAX_AXES);
+        }
+        char *name = malloc(strlen(key) + 1);
+        if (!name) {
+            tg_op_call_free(c);
+            return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", op->name);
+        }
+        strcpy(name, key);
+        c->axes[c->n_axes++] = (tg_axis_len){name, v->i};
+    }
+    for (int i = 0; i < n_attrs; i++) {
+        const tg_op_attr *a = &op->attrs[i];
+        const tg_value *v = cfg ? tg_config_get(cfg, a->name) : NULL;
+        tg_status st;
+        if (!v && !a->def) {
+            tg_op_call_free(c);
+            return tg_set_error(TG_ERR_NOT_FOUND, "%s: missing required attribute '%s' "
+                                "(attributes: %s)", op->name, a->name, names);
+        }
+        st = v ? copy_value(v, &c->attr[i]) : tg_value_parse(a->def, &c->attr[i]);
+        if (!st) st = check_type(a, &c->attr[i]);
+        if (st) {
+            snprintf(msg, sizeof msg, "%s", tg_last_error());
+            tg_op_call_free(c);
+            return tg_set_error(st, "%s: %s", op->name, msg);
+        }
+    }
+    return TG_OK;
+}
+
+void tg_op_call_free(tg_op_call *c)
+{
+    for (int i = 0; i < TG_OP_MAX_ATTRS; i++) tg_value_free(&c->attr[i]);
+    for (int i = 0; i < c->n_axes; i++) free((char *)c->axes[i].name);
+    c->n_axes = 0;
+}
+
+/* ---- inputs ---- */
+
+static int n_specs(const tg_op_def *op)
+{
+    int n = 0;
+    while (n < (int)(sizeof op->inputs / sizeof *op->inputs) && op->inputs[n].name) n++;
+    return n;
+}
+
+const tg_op_input *tg_op_input_at(const tg_op_def *op, int i)
+{
+    int n = n_specs(op);
+    if (i < 0 || n == 0) return NULL;
+    if (i < n) return &op->inputs[i];
+    return op->variadic && i < TG_OP_MAX_INPUTS ? &op->inputs[n - 1] : NULL;
+}
+
+tg_status tg_op_check_count(const tg_op_def *op, int n_in)
+{
+    int n = n_specs(op), max = op->variadic ? TG_OP_MAX_INPUTS : n;
+    if (op->name && !strcmp(op->name, "einsum")) max = TG_EINSUM_MAX_OPERANDS;
+    if (n_in >= op->n_required && n_in <= max) return TG_OK;
+    char names[256] = "";
+    for (int i = 0, at = 0; i < n && at < (int)sizeof names; i++)
+        at += snprintf(names + at, sizeof names - (size_t)at, "%s%s%s%s", i ? ", " : "",
+                       i >= op->n_required ? "[" : "", op->inputs[i].name,
+                       i >= op->n_required ? "]" : "");
+    if (op->variadic)
+        return tg_set_error(TG_ERR_INVALID, "%s: expected %d to %d --in files (%s...), got %d",
+                            op->name, op->n_required, max, names, n_in);
+    if (max == op->n_required)
+        return tg_set_error(TG_ERR_INVALID, "%s: expected %d --in file%s (%s), got %d", op->name,
+                            max, max == 1 ? "" : "s", n ? names : "none", n_in);
+    return tg_set_error(TG_ERR_INVALID, "%s: expected %d to %d --in files (%s), got %d",
+                        op->name, op->n_required, max, names, n_in);
+}
+
+tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
+{
+    const tg_op_input *in = tg_op_input_at(op, i);
+    if (!in) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", op->name, i + 1);
+    if (!t) {
+        if (i < op->n_required)
+            return tg_set_error(TG_ERR_INVALID, "%s is required (null is only for optional "
+                                "inputs)", in->name);
+        return TG_OK;
+    }
+    const char *dt = tg_dtype_name(t->dtype);
+    switch (in->kind) {
+    case TG_OP_IN_FLOAT:
+    case TG_OP_IN_CONST:
+        if (!tg_dtype_is_float(t->dtype))
+            return tg_set_error(TG_ERR_DTYPE, "%s must be a float array (<f4 or <f8), got %s",
+                                in->name, dt);
+        return TG_OK;
+    case TG_OP_IN_INDEX:
+        if (t->dtype != TG_I64)
+            return tg_set_error(TG_ERR_DTYPE, "Expected dtype int64 for %s, got %s", in->name, dt);
+        return TG_OK;
+    case TG_OP_IN_MASK:
+        if (t->dtype != TG_BOOL)
+            return tg_set_error(TG_ERR_DTYPE, "%s only supports boolean masks, but got mask with "
+                                "dtype %s",
+                                op->name, dt);
+        return TG_OK;
+    case TG_OP_IN_TARGET:
+        if (t->dtype == TG_BOOL)
+            return tg_set_error(TG_ERR_DTYPE, "%s must be int64 class indices or float class "
+                                "probabilities, got bool", in->name);
+        return TG_OK;
+    default:
+        return TG_OK;
+    }
+}
+
+bool tg_op_input_differentiable(const tg_op_def *op, int i, tg_dtype dt)
+{
+    const tg_op_input *in = tg_op_input_at(op, i);
+    if (!in || !tg_dtype_is_float(dt)) return false;
+    return in->kind == TG_OP_IN_FLOAT || in->kind == TG_OP_IN_TARGET || in->kind == TG_OP_IN_ANY;
+}
+
+void tg_op_input_name(const tg_op_def *op, int i, char *buf, size_t len)
+{
+    const tg_op_input *spec = tg_op_input_at(op, i);
+    int last = n_specs(op) - 1;
+    if (!spec) snprintf(buf, len, "input%d", i);
+    else if (op->variadic && i >= last) snprintf(buf, len, "%s[%d]", spec->name, i - last);
+    else snprintf(buf, len, "%s", spec->name);
+}
+
+tg_status tg_op_make_inputs(tg_graph *g, const tg_op_def *op, tg_tensor *const *t, int n,
+                            bool grads, tg_node **in)
+{
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        in[i] = NULL;
+        if (!t[i]) continue;
+        tg_op_input_name(op, i, name, sizeof name);
+        tg_dtype dt = tg_dtype_is_float(t[i]->dtype) ? tg_graph_dtype(g) : t[i]->dtype;
+        if (!(in[i] = tg_input(g, name, dt, t[i]->rank, t[i]->shape)))
+            return tg_set_error(TG_ERR_INVALID, "%s", tg_graph_error(g));
+        if (tg_node_set(in[i], t[i])) return TG_ERR_INVALID;
+        if (grads && tg_op_input_differentiable(op, i, t[i]->dtype) &&
+            tg_node_set_requires_grad(in[i], true))
+            return TG_ERR_INVALID;
+    }
+    return TG_OK;
+}
+
+tg_status tg_op_build(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
+                      tg_node **out, int max_out, int *n_out)
+{
+    tg_node *tmp[TG_OP_MAX_OUTPUTS] = {0};
+    int n = 0;
+    *n_out = 0;
+    if (tg_graph_error(g)) return TG_ERR_INVALID;
+    tg_status st = c->op->build(g, c, in, n_in, tmp, &n);
+    if (!st && tg_graph_error(g)) st = TG_ERR_INVALID;
+    if (st) {
+        if (!tg_graph_error(g)) tg_graph_fail(g, "%s: %s", c->op->name, tg_last_error());
+        return st;
+    }
+    if (n > max_out) {
+        tg_graph_fail(g, "%s: %d outputs, more than %d", c->op->name, n, max_out);
+        return TG_ERR_LIMIT;
+    }
+    memcpy(out, tmp, (size_t)n * sizeof *out);
+    *n_out = n;
+    return TG_OK;
+}
+
+tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const *in,
+                             tg_tensor *t, tg_rng *rng)
+{
+    const tg_op_input *spec = tg_op_input_at(c->op, i);
+    if (!spec) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", c->op->name, i + 1);
+    if (t->dtype == TG_BOOL) {
+        for (int64_t k = 0; k < t->numel; k++)
+            ((unsigned char *)t->data)[k] = tg_rng_uniform(rng) < 0.3;
+        return TG_OK;
+    }
+    if (t->dtype == TG_I64) {
+        if (!c->op->gen_index)
+            return tg_set_error(TG_ERR_INVALID, "%s: %s has no generation rule; give it as a file",
+                                c->op->name, spec->name);
+        if (i == 0 || !in[0] || !tg_dtype_is_float(in[0]->dtype))
+            return tg_set_error(TG_ERR_INVALID, "%s: %s needs the float input first", c->op->name,
+                                spec->name);
+        tg_status st = c->op->gen_index(c, i, in, t, rng);
+        if (st) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", tg_last_error());
+            return tg_set_error(st, "%s: %s: %s", c->op->name, spec->name, msg);
+        }
+        return TG_OK;
+    }
+    for (int64_t k = 0; k < t->numel; k++) {
+        double x = tg_rng_normal(rng);
+        if (spec->gen == TG_OP_GEN_POSITIVE) x = fabs(x) + 0.5;
+        else if (spec->gen == TG_OP_GEN_NONZERO) x = x < 0 ? x - 0.5 : x + 0.5;
+        tg_tensor_set(t, k, x);
+    }
+    return TG_OK;
+}

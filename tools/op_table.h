@@ -1,0 +1,146 @@
+/*
+ * op_table.h - every op of ops/ by its PyTorch/einops name, as data: its
+ * attributes (PyTorch's/einops' argument names, types, defaults), its tensor
+ * inputs in PyTorch's positional order, its outputs, and a glue function that
+ * calls the builder. `tgraph op` and `tgraph gradcheck OP` read it; nothing in
+ * the library does.
+ *
+ *     const tg_op_def *op = tg_op_find("topk");
+ *     tg_op_call call;
+ *     tg_op_call_init(&call, op, cfg);          // cfg: k=3 dim=-1 (value.h)
+ *     ... create the input nodes, then
+ *     tg_op_build(g, &call, in, n_in, out, TG_OP_MAX_OUTPUTS, &n_out);
+ *     tg_op_call_free(&call);
+ *
+ * The table and the per-op glue are in op_table.c, the functions below in
+ * op_call.c. It is not a general dispatcher: attributes PyTorch has but
+ * tgraph does not implement (scatter's reduce=, div's rounding_mode=) are
+ * unknown attributes.
+ */
+#ifndef TG_OP_TABLE_H
+#define TG_OP_TABLE_H
+
+#include "tgraph.h"
+
+#define TG_OP_MAX_ATTRS   8    /* attributes of one op */
+#define TG_OP_MAX_AXES    32   /* einops axis lengths (b=2) */
+#define TG_OP_MAX_INPUTS  16   /* tensor inputs (einsum operands, cat tensors) */
+#define TG_OP_MAX_OUTPUTS 64   /* outputs (split pieces) */
+
+typedef enum tg_op_attr_type {
+    TG_OP_INT,        /* an integer */
+    TG_OP_FLOAT,      /* a number; inf, -inf and nan allowed */
+    TG_OP_BOOL,       /* true / false */
+    TG_OP_STRING,     /* text (the shell strips quotes: equation=ij,jk->ik) */
+    TG_OP_INT_LIST,   /* [2, 3]; a single integer counts as a list of one */
+    TG_OP_ATTR_TYPE_COUNT
+} tg_op_attr_type;
+
+typedef struct tg_op_attr {
+    const char     *name;      /* PyTorch's / einops' argument name; NULL ends the list */
+    tg_op_attr_type type;
+    const char     *def;       /* default in the value language ("-1", "null", "'mean'");
+                                  NULL: required */
+    bool            nullable;  /* accepts null (None) */
+} tg_op_attr;
+
+typedef enum tg_op_input_kind {
+    TG_OP_IN_FLOAT,    /* float, differentiable */
+    TG_OP_IN_CONST,    /* float, takes no gradient (cross_entropy's class weights) */
+    TG_OP_IN_INDEX,    /* int64 indices */
+    TG_OP_IN_MASK,     /* bool */
+    TG_OP_IN_TARGET,   /* int64 class indices, or float class probabilities (differentiable) */
+    TG_OP_IN_ANY,      /* any dtype (reshape, cat, ...); differentiable when float */
+    TG_OP_IN_KIND_COUNT
+} tg_op_input_kind;
+
+/* How `tgraph gradcheck OP --shape ...` fills a float input. */
+typedef enum tg_op_gen {
+    TG_OP_GEN_NORMAL,     /* N(0, 1) */
+    TG_OP_GEN_POSITIVE,   /* |N(0, 1)| + 0.5 (log, sqrt) */
+    TG_OP_GEN_NONZERO,    /* sign * (|N(0, 1)| + 0.5) (a divisor) */
+    TG_OP_GEN_COUNT
+} tg_op_gen;
+
+typedef struct tg_op_input {
+    const char      *name;    /* PyTorch's argument name; NULL ends the list */
+    tg_op_input_kind kind;
+    tg_op_gen        gen;
+} tg_op_input;
+
+typedef struct tg_op_call tg_op_call;
+
+typedef struct tg_op_def {
+    const char  *name;           /* "einsum", "log_softmax", ... */
+    const char  *summary;        /* one line */
+    tg_op_attr   attrs[TG_OP_MAX_ATTRS];
+    bool         axis_lengths;   /* einops: other NAME=INT attributes are axis lengths */
+    tg_op_input  inputs[6];      /* positional tensor inputs */
+    int          n_required;     /* inputs[0..n_required) must be given; the rest are optional */
+    bool         variadic;       /* the last input repeats (einsum operands, cat tensors) */
+    int          n_out;          /* outputs; -1: decided by the attributes (split) */
+    /* Build the op on in[0..n_in) (NULL for an omitted optional input); write
+     * the outputs and their count. Errors go onto the graph (tg_graph_fail). */
+    tg_status (*build)(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
+                       tg_node **out, int *n_out);
+    /* Fill int64 input i of gradcheck from the earlier inputs (NULL: needs a file). */
+    tg_status (*gen_index)(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
+                           tg_rng *rng);
+    const char  *example;        /* arguments after `tgraph op` */
+} tg_op_def;
+
+/* The resolved attributes of one call: every attribute given or defaulted. */
+struct tg_op_call {
+    const tg_op_def *op;
+    tg_value         attr[TG_OP_MAX_ATTRS];   /* attrs[i]'s value (owned) */
+    int              n_axes;
+    tg_axis_len      axes[TG_OP_MAX_AXES];    /* einops axis lengths (names owned) */
+};
+
+int              tg_op_count(void);
+const tg_op_def *tg_op_at(int i);
+const tg_op_def *tg_op_find(const char *name);   /* NULL if unknown ("concat" = "cat") */
+/* "einsum, softmax, ..." (every op name) into buf. */
+void tg_op_names(char *buf, size_t len);
+/* "dim, k, largest, sorted" (op's attribute names; "none" when it has none). */
+void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len);
+
+/* Resolve op's attributes from cfg: unknown, missing required and mistyped
+ * attributes are errors naming the attribute ("softmax: missing required
+ * attribute 'dim' (attributes: dim)"), in tg_last_error(). On error c holds
+ * nothing to free; on success free with tg_op_call_free. */
+tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg);
+void      tg_op_call_free(tg_op_call *c);
+
+/* Input i's spec (the variadic last one repeats); NULL when out of range. */
+const tg_op_input *tg_op_input_at(const tg_op_def *op, int i);
+/* Check the number of inputs (message names the op and the expected count). */
+tg_status tg_op_check_count(const tg_op_def *op, int n_in);
+/* Check tensor t against input i's kind ("masked_fill only supports boolean
+ * masks, but got mask with dtype float32"; the caller names the op and the
+ * file); NULL t = omitted, which is fine only for optional inputs. */
+tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t);
+/* Does input i of this dtype take a gradient? */
+bool tg_op_input_differentiable(const tg_op_def *op, int i, tg_dtype dt);
+
+/* "input", "index", "operands[1]" (variadic inputs are numbered). */
+void tg_op_input_name(const tg_op_def *op, int i, char *buf, size_t len);
+
+/* Input leaves in[0..n) for the tensors t[0..n) (NULL t: omitted optional
+ * input, NULL node), float data converted to the graph's dtype; float inputs
+ * that take a gradient require one when `grads` is set. Errors in
+ * tg_last_error() (naming the input). */
+tg_status tg_op_make_inputs(tg_graph *g, const tg_op_def *op, tg_tensor *const *t, int n,
+                            bool grads, tg_node **in);
+
+/* Build the op (g in error afterwards on failure; message in tg_graph_error). */
+tg_status tg_op_build(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
+                      tg_node **out, int max_out, int *n_out);
+
+/* Fill t (already shaped; dtype per the input's kind) at random for
+ * gradcheck: floats per the input's gen rule, masks Bernoulli(0.3), int64 by
+ * the op's gen_index rule (an error naming the input when there is none). */
+tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const *in,
+                             tg_tensor *t, tg_rng *rng);
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * train_loop.c - data, model, evaluation and baselines shared by `tgraph
+ * train` and `tgraph eval` (see train_loop.h).
+ *
+ * Not here: the epoch loop and when to save what (cmd_train.c).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "args.h"
+#include "train_loop.h"
+
+/* ---- data ---- */
+
+int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td)
+{
+    memset(td, 0, sizeof *td);
+    tg_status st = !strcmp(spec, TG_BUILTIN_DATA)
+                       ? tg_dataset_synthetic(TG_BUILTIN_ROWS, TG_BUILTIN_COLS, TG_BUILTIN_SEED,
+                                              &td->d)
+                       : tg_dataset_load_csv(spec, &td->d);
+    if (st) return tg_cli_fail(cmd, "--data %s", tg_last_error());
+    return 0;
+}
+
+int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,
+                       int64_t pred_len, const tg_scaler *scaler)
+{
+    tg_dataset *d = td->d;
+    td->split = *split;
+    if (tg_split_resolve(split, d->rows, seq_len, pred_len, &td->rows)) {
+        char buf[64];
+        tg_split_format(split, buf, sizeof buf);
+        return tg_cli_fail(cmd, "%s (%lld rows, --split %s)", tg_last_error(),
+                           (long long)d->rows, buf);
+    }
+    td->scaler = scaler ? tg_scaler_new(scaler->cols, scaler->mean, scaler->std)
+                        : tg_scaler_fit(d, td->rows.train_begin, td->rows.train_end);
+    if (!td->scaler) return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (!(td->z = malloc((size_t)d->rows * (size_t)d->cols * sizeof *td->z)))
+        return tg_cli_fail(cmd, "out of memory");
+    if (tg_scaler_transform(td->scaler, d, td->z))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    const tg_split_rows *r = &td->rows;
+    td->train = tg_windows_make(td->z, d->cols, r->train_begin, r->train_end, seq_len, pred_len);
+    td->val = tg_windows_make(td->z, d->cols, r->val_begin, r->val_end, seq_len, pred_len);
+    td->test = tg_windows_make(td->z, d->cols, r->test_begin, r->test_end, seq_len, pred_len);
+    return 0;
+}
+
+void tg_tl_data_free(tg_tl_data *td)
+{
+    tg_dataset_free(td->d);
+    tg_scaler_free(td->scaler);
+    free(td->z);
+    memset(td, 0, sizeof *td);
+}
+
+/* ---- model ---- */
+
+static const tg_layer_key *find_key(const tg_layer_class *cls, const char *name)
+{
+    for (const tg_layer_key *k = cls->keys; k->name; k++)
+        if (!strcmp(k->name, name)) return k;
+    return NULL;
+}
+
+/* Put KEY=v into cfg unless it is there; a different given value is an error. */
+static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg, const char *key,
+                     int64_t v, const char *why)
+{
+    if (!find_key(cls, key)) return 0;
+    const tg_value *given = tg_config_get(cfg, key);
+    if (given) {
+        if (given->kind == TG_VALUE_INT && given->i == v) return 0;
+        char buf[64];
+        tg_value_format(given, buf, sizeof buf);
+        return tg_cli_fail(cmd, "--set %s=%s conflicts with %s (%lld)", key, buf, why,
+                           (long long)v);
+    }
+    char item[96];
+    snprintf(item, sizeof item, "%s=%lld", key, (long long)v);
+    if (tg_config_set(cfg, item)) return tg_cli_fail(cmd, "%s", tg_last_error());
+    return 0;
+}
+
+int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
+                      int64_t cols, int64_t batch, tg_rng *rng)
+{
+    char s1[96], s2[96];
+    memset(m, 0, sizeof *m);
+    m->name = name;
+    const tg_layer_class *cls = tg_layer_class_find(name);
+    if (!cls) {
+        tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
+        return tg_cli_fail(cmd, "--model %s (see tgraph layers)", tg_last_error());
+    }
+    if (force_key(cmd, cls, cfg, "enc_in", cols, "the data's column count") ||
+        force_key(cmd, cls, cfg, "B", batch, "--batch-size"))
+        return 2;
+    if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (tg_layer_input_count(m->layer) != 1)
+        return tg_cli_fail(cmd, "--model %s takes %d inputs; a forecaster takes one, x [B, "
+                           "seq_len, enc_in]", name, tg_layer_input_count(m->layer));
+    const tg_layer_input *in = tg_layer_input_at(m->layer, 0);
+    if (in->rank != 3 || in->shape[0] != batch || in->shape[2] != cols)
+        return tg_cli_fail(cmd, "--model %s: its input %s is %s (%s); a forecaster takes x "
+                           "[B=%lld, seq_len, enc_in=%lld]", name, in->name,
+                           tg_shape_str(in->rank, in->shape, s1, sizeof s1), in->dims,
+                           (long long)batch, (long long)cols);
+    m->B = batch;
+    m->seq_len = in->shape[1];
+    m->cols = cols;
+
+    /* training graph */
+    if (!(m->gt = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    tg_graph_set_training(m->gt, true);
+    m->x = tg_input(m->gt, "x", TG_F32, 3, in->shape);
+    tg_layer_outputs out;
+    if (tg_layer_build(m->layer, m->gt, (tg_node *const[]){m->x}, &out))
+        return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
+    m->pred = out.y;
+    const tg_tensor *yv = tg_node_value(m->pred);
+    if (yv->rank != 3 || yv->shape[0] != batch || yv->shape[2] != cols)
+        return tg_cli_fail(cmd, "--model %s: its output is %s; a forecaster returns [B=%lld, "
+                           "pred_len, enc_in=%lld] (input %s)", name,
+                           tg_shape_str(yv->rank, yv->shape, s1, sizeof s1), (long long)batch,
+                           (long long)cols, tg_shape_str(in->rank, in->shape, s2, sizeof s2));
+    m->pred_len = yv->shape[1];
+    m->y = tg_input(m->gt, "y", TG_F32, 3, yv->shape);
+    m->loss = tg_mse_loss(m->gt, m->pred, m->y, TG_REDUCTION_MEAN);
+    if (tg_graph_error(m->gt)) return tg_cli_fail(cmd, "%s", tg_graph_error(m->gt));
+
+    /* evaluation graph: forward only, dropout off, same parameters */
+    if (!(m->ge = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    tg_graph_set_grad_enabled(m->ge, false);
+    m->ex = tg_input(m->ge, "x", TG_F32, 3, in->shape);
+    if (tg_layer_build(m->layer, m->ge, (tg_node *const[]){m->ex}, &out))
+        return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
+    m->epred = out.y;
+    return 0;
+}
+
+void tg_tl_model_free(tg_tl_model *m)
+{
+    tg_graph_free(m->gt);
+    tg_graph_free(m->ge);
+    tg_layer_free(m->layer);
+    tg_params_free(m->ps);
+    memset(m, 0, sizeof *m);
+}
+
+/* Shortest "%.*g" that reads back as v. */
+static void fmt_double(double v, char *buf, size_t len)
+{
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v || isnan(v)) return;
+    }
+}
+
+int tg_tl_config_format(const tg_layer *l, char *buf, size_t len)
+{
+    const tg_layer_class *cls = tg_layer_class_find(tg_layer_name(l));
+    const char *cfg = tg_layer_config(l);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (const tg_layer_key *k = cls->keys; k->name; k++) {
+        char v[256];
+        const void *p = cfg + k->offset;
+        switch (k->type) {
+        case TG_KEY_INT: {
+            int64_t x;
+            memcpy(&x, p, sizeof x);
+            if (k->nullable && x == 0) snprintf(v, sizeof v, "null");
+            else snprintf(v, sizeof v, "%lld", (long long)x);
+            break;
+        }
+        case TG_KEY_FLOAT: {
+            double x;
+            memcpy(&x, p, sizeof x);
+            if (k->nullable && x == 0) snprintf(v, sizeof v, "null");
+            else fmt_double(x, v, sizeof v);
+            break;
+        }
+        case TG_KEY_BOOL: {
+            bool x;
+            memcpy(&x, p, sizeof x);
+            snprintf(v, sizeof v, "%s", x ? "true" : "false");
+            break;
+        }
+        case TG_KEY_INT_LIST: {
+            tg_int_list x;
+            memcpy(&x, p, sizeof x);
+            if (k->nullable && x.n == 0) {
+                snprintf(v, sizeof v, "null");
+                break;
+            }
+            size_t w = (size_t)snprintf(v, sizeof v, "[");
+            for (int i = 0; i < x.n && w < sizeof v; i++)
+                w += (size_t)snprintf(v + w, sizeof v - w, "%s%lld", i ? ", " : "",
+                                      (long long)x.v[i]);
+            if (w < sizeof v) snprintf(v + w, sizeof v - w, "]");
+            break;
+        }
+        }
+        int n = snprintf(buf + at, len - at, "%s%s=%s", at ? "\n" : "", k->name, v);
+        if (n < 0 || (size_t)n >= len - at) return -1;
+        at += (size_t)n;
+    }
+    return 0;
+}
+
+int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg)
+{
+    while (*text) {
+        size_t n = strcspn(text, "\n");
+        char item[1024];
+        if (n >= sizeof item) return tg_cli_fail(cmd, "checkpoint: config entry too long");
+        memcpy(item, text, n);
+        item[n] = '\0';
+        if (n && tg_config_set(cfg, item))
+            return tg_cli_fail(cmd, "checkpoint config: %s", tg_last_error());
+        text += n + (text[n] == '\n');
+    }
+    return 0;
+}
+
+tg_status tg_tl_diagnose(tg_graph *g, double value)
+{
+    char was[64];
+    snprintf(was, sizeof was, "%g", value);
+    tg_graph_set_check_finite(g, true);
+    tg_status st = tg_graph_forward(g);
+    tg_graph_set_check_finite(g, false);
+    if (st == TG_ERR_NUMERIC)
+        return tg_set_error(st, "non-finite value (the loss is %s): %s", was, tg_last_error());
+    if (st) return st;
+    return tg_set_error(TG_ERR_NUMERIC, "non-finite value: the loss is %s, and a second run found "
+                        "no op that produced a NaN or Inf (a random op such as dropout?)", was);
+}
+
+/* ---- evaluation ---- */
+
+int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
+                   float *pred)
+{
+    int64_t idx[4096];
+    const int64_t B = m->B, per = m->pred_len * m->cols;
+    double se = 0, ae = 0;
+    out->mse = out->mae = NAN;
+    if (B > (int64_t)(sizeof idx / sizeof *idx))
+        return tg_cli_fail(cmd, "batch size %lld too large for evaluation", (long long)B);
+    for (int64_t start = 0; start < w->count; start += B) {
+        int64_t n = w->count - start < B ? w->count - start : B;
+        for (int64_t i = 0; i < n; i++) idx[i] = start + i;
+        if (tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(m->ex), NULL) ||
+            tg_graph_forward(m->ge)) {
+            fprintf(stderr, "tgraph %s: evaluation: %s\n", cmd, tg_last_error());
+            return 1;
+        }
+        const float *p = tg_node_value(m->epred)->data;
+        double se0 = se;
+        for (int64_t i = 0; i < n; i++) {
+            /* the target rows follow the input rows straight on */
+            const float *t = w->z + (w->begin + start + i + w->seq_len) * w->cols;
+            for (int64_t k = 0; k < per; k++) {
+                double e = (double)p[i * per + k] - (double)t[k];
+                se += e * e;
+                ae += fabs(e);
+            }
+        }
+        if (!isfinite(se)) {
+            tg_tl_diagnose(m->ge, se - se0);
+            fprintf(stderr, "tgraph %s: evaluation: %s\n", cmd, tg_last_error());
+            return 1;
+        }
+        if (pred) memcpy(pred + start * per, p, (size_t)(n * per) * sizeof *p);
+    }
+    double cnt = (double)w->count * (double)per;
+    out->mse = se / cnt;
+    out->mae = ae / cnt;
+    return 0;
+}
+
+int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_mse,
+                    double *train_mean_mse)
+{
+    const tg_windows *w = &td->test;
+    const int64_t C = w->cols, b = td->rows.train_begin, e = td->rows.train_end;
+    double *mean = calloc((size_t)C, sizeof *mean), s_last = 0, s_mean = 0;
+    if (!mean) return tg_cli_fail(cmd, "out of memory");
+    for (int64_t c = 0; c < C; c++) {
+        for (int64_t r = b; r < e; r++) mean[c] += td->z[r * C + c];
+        mean[c] /= (double)(e - b);
+    }
+    for (int64_t i = 0; i < w->count; i++) {
+        const float *last = w->z + (w->begin + i + w->seq_len - 1) * C;
+        const float *t = last + C;   /* [pred_len, C] targets */
+        for (int64_t k = 0; k < w->pred_len * C; k++) {
+            double a = (double)t[k] - last[k % C], d = (double)t[k] - mean[k % C];
+            s_last += a * a;
+            s_mean += d * d;
+        }
+    }
+    double cnt = (double)w->count * (double)(w->pred_len * C);
+    *repeat_last_mse = s_last / cnt;
+    *train_mean_mse = s_mean / cnt;
+    free(mean);
+    return 0;
+}
+
+void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean)
+{
+    fprintf(f, "test mse=%.4f mae=%.4f | repeat-last mse=%.4f | train-mean mse=%.4f\n", test->mse,
+            test->mae, repeat_last, train_mean);
+    fflush(f);
+}
+
+/* ---- the output directory ---- */
+
+void tg_tl_files_init(tg_tl_files *f, const char *dir)
+{
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    snprintf(f->ckpt, sizeof f->ckpt, "%s/checkpoint.safetensors", dir);
+    snprintf(f->best, sizeof f->best, "%s/best.safetensors", dir);
+    snprintf(f->csv, sizeof f->csv, "%s/metrics.csv", dir);
+    snprintf(f->svg, sizeof f->svg, "%s/loss.svg", dir);
+    snprintf(f->dot, sizeof f->dot, "%s/model.dot", dir);
+    snprintf(f->dot_svg, sizeof f->dot_svg, "%s/model.svg", dir);
+}
+
+static tg_status write_csv(FILE *f, void *ctx)
+{
+    const tg_checkpoint *ck = ctx;
+    fprintf(f, "epoch,step,train_loss,val_mse,lr,seconds\n");
+    for (int64_t i = 0; i < ck->history_rows; i++) {
+        const double *h = ck->history + i * TG_CKPT_HISTORY_COLS;
+        fprintf(f, "%lld,%lld,%.6g,%.6g,%.6g,%.2f\n", (long long)h[0], (long long)h[1], h[2], h[3],
+                h[4], h[5]);
+    }
+    return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
+}
+
+int tg_tl_write_curves(const char *cmd, const tg_tl_files *rf, const tg_checkpoint *ck)
+{
+    if (tg_write_atomic(rf->csv, write_csv, (void *)ck))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    int64_t n = ck->history_rows;
+    double *x = malloc(sizeof(double) * (size_t)(3 * n + 1));
+    if (!x) return tg_cli_fail(cmd, "out of memory");
+    double *tr = x + n, *va = x + 2 * n;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = ck->history[i * TG_CKPT_HISTORY_COLS];
+        tr[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 2];
+        va[i] = ck->history[i * TG_CKPT_HISTORY_COLS + 3];
+    }
+    tg_series s[2] = {{"train loss (MSE)", x, tr, (int)n}, {"validation MSE", x, va, (int)n}};
+    int rc = 0;
+    if (tg_svg_lines(rf->svg, "training curves", "epoch", "MSE (scaled units)", s, 2))
+        rc = tg_cli_fail(cmd, "%s", tg_last_error());
+    free(x);
+    return rc;
+}
+
+void tg_tl_write_diagram(const char *cmd, const tg_tl_files *rf, const tg_tl_model *m)
+{
+    char title[128];
+    snprintf(title, sizeof title, "%s (eval graph)", m->name);
+    tg_dot_opts o = {.depth = 3, .title = title};
+    if (tg_graph_dot_save(m->ge, &o, rf->dot)) {
+        fprintf(stderr, "tgraph %s: warning: model diagram: %s\n", cmd, tg_last_error());
+        return;
+    }
+    if (system("command -v dot >/dev/null 2>&1") == 0) {
+        char line[4400];
+        snprintf(line, sizeof line, "dot -Tsvg '%s' -o '%s' 2>/dev/null", rf->dot, rf->dot_svg);
+        if (!strchr(rf->dot, '\'') && system(line) != 0)
+            fprintf(stderr, "tgraph %s: warning: Graphviz could not render %s\n", cmd, rf->dot);
+    }
+}
+
+static tg_status write_bytes(FILE *f, void *ctx)
+{
+    const struct { const void *p; size_t n; } *b = ctx;
+    return fwrite(b->p, 1, b->n, f) == b->n ? TG_OK : tg_set_error(TG_ERR_IO, "write failed");
+}
+
+/* Resuming into a new --out: bring the run's best.safetensors along (from
+ * the resumed checkpoint's directory), so the final test uses the best weights. */
+int tg_tl_copy_best(const char *cmd, const char *resume, const char *dst)
+{
+    char src[2100];
+    const char *slash = strrchr(resume, '/');
+    snprintf(src, sizeof src, "%.*sbest.safetensors", slash ? (int)(slash - resume + 1) : 0,
+             resume);
+    void *data;
+    size_t len;
+    if (tg_read_file(src, 0, &data, &len))
+        return tg_cli_fail(cmd, "--resume: the run's best weights: %s", tg_last_error());
+    struct { const void *p; size_t n; } b = {data, len};
+    tg_status st = tg_write_atomic(dst, write_bytes, &b);
+    tg_free(data);
+    if (st) return tg_cli_fail(cmd, "%s", tg_last_error());
+    return 0;
+}
+
+/* ---- small things ---- */
+
+int tg_tl_mkdirs(const char *cmd, const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return tg_cli_fail(cmd, "--out: bad directory '%s'", dir);
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        char c = path[i];
+        path[i] = '\0';
+        struct stat sb;
+        if (stat(path, &sb) != 0) {
+            if (mkdir(path, 0777) != 0 && errno != EEXIST)
+                return tg_cli_fail(cmd, "--out: cannot create %s: %s", path, strerror(errno));
+        } else if (!S_ISDIR(sb.st_mode)) {
+            return tg_cli_fail(cmd, "--out: %s exists and is not a directory", path);
+        }
+        path[i] = c;
+    }
+    return 0;
+}
+
+double tg_tl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

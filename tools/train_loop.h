@@ -1,0 +1,119 @@
+/*
+ * train_loop.h - what `tgraph train` and `tgraph eval` share: the data
+ * (a CSV file or the built-in series) split and scaled, a forecasting model
+ * from the layer registry with its training graph and a forward-only
+ * evaluation graph on the same parameters, evaluation over every window of a
+ * split, and the two baselines.
+ *
+ * A model is any registry layer with one input x [B, seq_len, enc_in] whose
+ * output y is [B, pred_len, enc_in]. The loss is MSE on the pred_len window,
+ * in scaled units (the ETT protocol).
+ */
+#ifndef TG_TRAIN_LOOP_H
+#define TG_TRAIN_LOOP_H
+
+#include <stdio.h>
+
+#include "checkpoint.h"
+#include "dataset.h"
+#include "tgraph.h"
+
+/* The built-in data: "builtin" in --data / checkpoints. */
+#define TG_BUILTIN_DATA  "builtin"
+#define TG_BUILTIN_ROWS  4000
+#define TG_BUILTIN_COLS  7
+#define TG_BUILTIN_SEED  0
+#define TG_BUILTIN_SPLIT "0.7,0.1,0.2"
+
+/* The data side: the series, its split, the scaler and the windows. */
+typedef struct tg_tl_data {
+    tg_dataset   *d;
+    tg_split_spec      split;
+    tg_split_rows rows;
+    tg_scaler    *scaler;    /* owned */
+    float        *z;         /* [rows, cols] scaled */
+    tg_windows    train, val, test;
+} tg_tl_data;
+
+/* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d. Returns 0 or 2
+ * after printing one line for `cmd`. */
+int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td);
+/* Resolve the split for seq_len/pred_len, take the scaler (fitted on the
+ * training rows when `scaler` is NULL, else a copy of it), scale and window. */
+int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,
+                       int64_t pred_len, const tg_scaler *scaler);
+void tg_tl_data_free(tg_tl_data *td);
+
+/* The model side. */
+typedef struct tg_tl_model {
+    const char *name;
+    tg_params  *ps;
+    tg_layer   *layer;
+    int64_t     B, seq_len, pred_len, cols;
+    /* training graph: x, y -> pred, loss (dropout on) */
+    tg_graph   *gt;
+    tg_node    *x, *y, *pred, *loss;
+    /* forward-only evaluation graph on the same parameters */
+    tg_graph   *ge;
+    tg_node    *ex, *epred;
+} tg_tl_model;
+
+/* Create `name` from cfg with enc_in = cols and B = batch (set when the
+ * layer has those keys and cfg does not; a conflicting value is an error),
+ * parameters initialised from rng (NULL: zero, to be loaded), and build both
+ * graphs. Returns 0 or 2 after printing one line. */
+int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
+                      int64_t cols, int64_t batch, tg_rng *rng);
+void tg_tl_model_free(tg_tl_model *m);
+
+/* After a non-finite loss: forward g again with the finite check on and
+ * return TG_ERR_NUMERIC with a message naming the first op that produced a
+ * NaN or Inf (the check stays off in normal steps: it costs a pass over
+ * every result, and masks legitimately hold -inf). */
+tg_status tg_tl_diagnose(tg_graph *g, double value);
+
+/* The layer's full configuration as "KEY=VALUE" lines (every key, defaults
+ * included), for checkpoints; parsed back with tg_tl_config_parse. */
+int tg_tl_config_format(const tg_layer *l, char *buf, size_t len);
+int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg);
+
+/* MSE and MAE of the model over every window of w, batch by batch (a short
+ * last batch is padded and only its real windows count). pred (may be NULL)
+ * receives the forecasts [w->count, pred_len, cols]. 0, or 1 after printing
+ * the engine's error (a NaN/Inf forecast names the op that produced it). */
+typedef struct tg_tl_metrics {
+    double mse, mae;
+} tg_tl_metrics;
+int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
+                   float *pred);
+
+/* The baselines over the test windows: repeat the last input step, and
+ * predict the training mean (per column: the mean of the scaled training
+ * rows, about 0 by construction). 0, or 2 after printing (OOM). */
+int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_mse,
+                    double *train_mean_mse);
+
+/* The one line scripts parse. */
+void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean);
+
+/* The files of a run in its --out directory. */
+typedef struct tg_tl_files {
+    char dir[2048], ckpt[2100], best[2100], csv[2100], svg[2100], dot[2100], dot_svg[2100];
+} tg_tl_files;
+
+void tg_tl_files_init(tg_tl_files *f, const char *dir);
+/* metrics.csv and loss.svg from the run's history, atomically. 0 or 2. */
+int  tg_tl_write_curves(const char *cmd, const tg_tl_files *f, const tg_checkpoint *ck);
+/* model.dot of the evaluation graph (scopes below depth 3 collapsed) and,
+ * when Graphviz's dot is on the PATH, model.svg. Failures only warn. */
+void tg_tl_write_diagram(const char *cmd, const tg_tl_files *f, const tg_tl_model *m);
+/* Copy best.safetensors from the directory of checkpoint `resume` to dst. 0 or 2. */
+int  tg_tl_copy_best(const char *cmd, const char *resume, const char *dst);
+
+/* mkdir -p. 0, or 2 after printing. */
+int tg_tl_mkdirs(const char *cmd, const char *dir);
+
+/* Seconds on a monotonic clock. */
+double tg_tl_now(void);
+
+#endif
