@@ -4,6 +4,11 @@
 Run from anywhere with /usr/bin/python3 (numpy only); the output is
 deterministic, so re-running it changes nothing. Seeds are small valid inputs
 (and a few near misses) that show each target the input layout it expects.
+
+The other files in corpus/<target>/ (named by their SHA-1) are what long
+local runs found, minimised to the inputs that add coverage:
+    build-fuzz/fuzz_T -merge=1 tests/fuzz/corpus/T build-fuzz/corpus/T
+so a short CI run starts from where the long runs got to.
 """
 import io, json, os, struct
 import numpy as np
