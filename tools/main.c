@@ -7,6 +7,8 @@
 #include "cli.h"
 
 static const tg_cli_cmd *const commands[] = {
+    &tg_cmd_train,
+    &tg_cmd_eval,
     &tg_cmd_run,
     &tg_cmd_op,
     &tg_cmd_gradcheck,
@@ -14,8 +16,6 @@ static const tg_cli_cmd *const commands[] = {
     &tg_cmd_compare,
     &tg_cmd_layers,
     &tg_cmd_demo,
-    &tg_cmd_train,
-    &tg_cmd_eval,
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
