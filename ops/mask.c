@@ -23,7 +23,7 @@ static void TG_F(fill_rows)(void *vctx, int64_t begin, int64_t end, int tid)
     tg__iter it = c->it;
     int64_t inner = c->inner, xs = it.stride[1][it.rank - 1], ms = it.stride[2][it.rank - 1];
     (void)tid;
-    iter_seek(&it, begin);
+    tg__iter_seek(&it, begin);
     for (int64_t r = begin; r < end; r++, tg__iter_next_row(&it)) {
         TG_T *y = Y + it.off[0];
         const TG_T *x = X + it.off[1];
@@ -43,7 +43,7 @@ static double TG_F(fill_backward_rows)(const fill_ctx *c, int64_t begin, int64_t
     tg__iter it = c->it;
     int64_t inner = c->inner, xs = it.stride[1][it.rank - 1], ms = it.stride[2][it.rank - 1];
     double dv = 0;
-    iter_seek(&it, begin);
+    tg__iter_seek(&it, begin);
     for (int64_t r = begin; r < end; r++, tg__iter_next_row(&it)) {
         const TG_T *dy = DY + it.off[0];
         const unsigned char *m = M + it.off[2];
@@ -92,16 +92,6 @@ typedef struct {
     tg__iter it;
     int64_t  inner, rows;
 } fill_ctx;
-
-/* Put an odometer at the start of row `row` (all dims but the last). */
-static void iter_seek(tg__iter *it, int64_t row)
-{
-    for (int d = it->rank - 2; d >= 0; d--) {
-        it->idx[d] = row % it->shape[d];
-        row /= it->shape[d];
-        for (int k = 0; k < 3; k++) it->off[k] += it->idx[d] * it->stride[k][d];
-    }
-}
 
 #define TG_KERNELS 32
 #include "mask.c"

@@ -38,6 +38,17 @@ typedef struct tg__iter {
 /* Start at index 0 of (rank, shape); strides[k] may be NULL for unused operands. */
 void tg__iter_init(tg__iter *it, int rank, const int64_t *shape, const int64_t *s0,
                    const int64_t *s1, const int64_t *s2);
+/* Put a fresh odometer (offsets at 0) at the start of row `row`: every dim but
+ * the last, row-major. */
+static inline void tg__iter_seek(tg__iter *it, int64_t row)
+{
+    for (int d = it->rank - 2; d >= 0; d--) {
+        it->idx[d] = row % it->shape[d];
+        row /= it->shape[d];
+        for (int k = 0; k < 3; k++) it->off[k] += it->idx[d] * it->stride[k][d];
+    }
+}
+
 /* Advance over every dim except the last (the caller loops the last dim itself). */
 static inline void tg__iter_next_row(tg__iter *it)
 {

@@ -35,7 +35,7 @@ static void TG_F(walk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
     int64_t inner = a->ishape[last], xd = a->xdim_stride;
     tg__iter it;
     tg__iter_init(&it, a->rank, a->ishape, a->istride, a->xstride, a->sstride);
-    iter_seek(&it, begin);
+    tg__iter_seek(&it, begin);
     int64_t xl = it.stride[1][last], sl = it.stride[2][last];
     (void)tid;
     for (int64_t r = begin; r < end; r++, tg__iter_next_row(&it)) {
@@ -112,16 +112,6 @@ typedef struct {
     const void    *src;              /* read */
     const unsigned char *mark;       /* add_unmarked */
 } walk_ctx;
-
-/* Put an odometer at the start of row `row` (all dims but the last). */
-static void iter_seek(tg__iter *it, int64_t row)
-{
-    for (int d = it->rank - 2; d >= 0; d--) {
-        it->idx[d] = row % it->shape[d];
-        row /= it->shape[d];
-        for (int k = 0; k < 3; k++) it->off[k] += it->idx[d] * it->stride[k][d];
-    }
-}
 
 #define TG_KERNELS 32
 #include "scatter.c"
