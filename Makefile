@@ -135,8 +135,8 @@ diagrams: $(TOOL)
 
 # ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
 BENCH_ARGS ?= --suite
-$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(BUILD)/tools/bench_time.o $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(BUILD)/tools/bench_time.o $(LIB_A) $(LDLIBS)
 
 bench-gemm: $(BUILD)/gemm-bench
 	$(BUILD)/gemm-bench $(BENCH_ARGS)
