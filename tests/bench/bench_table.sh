@@ -47,6 +47,7 @@ if [ -n "$BENCH_CONFIGS" ]; then
 fi
 selected() { [ -z "$BENCH_CONFIGS" ] || case ",$BENCH_CONFIGS," in *",$1,"*) true ;; *) false ;; esac; }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 have_torch=no
 if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then have_torch=yes; fi
 
@@ -105,6 +106,9 @@ done
 
 echo
 echo "threads $THREADS, min time $MIN_TIME s per measurement, medians; speedup = torch / tgraph"
+# other work on the machine skews both sides (PyTorch's OpenMP threads most): say how busy it was
+echo "load average before: ${load_before:-unknown}, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
+     "($(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores)"
 if [ $have_torch = no ]; then
     echo "PyTorch is missing ($PYTHON cannot import torch): only tgraph's numbers."
 else
