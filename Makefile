@@ -6,7 +6,8 @@
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
 #   make fuzz       each libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 20) seconds
 #                   (clang-14; installs clang-14 and libclang-rt-14-dev if missing, as root)
-#   make bench      the benchmark table
+#   make bench      issue 7's table, tgraph against PyTorch (BENCH_CONFIGS=tsa_toy,tsa_med
+#                   for a subset, BENCH_MIN_TIME=seconds; see tests/bench/bench_table.sh)
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
@@ -48,7 +49,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -135,11 +136,19 @@ diagrams: $(TOOL)
 
 # ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
 BENCH_ARGS ?= --suite
-$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+$(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(BUILD)/tools/bench_time.o $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(BUILD)/tools/bench_time.o $(LIB_A) $(LDLIBS)
 
 bench-gemm: $(BUILD)/gemm-bench
 	$(BUILD)/gemm-bench $(BENCH_ARGS)
+
+# ---- the benchmark table: tgraph bench and tests/bench/torch_bench.py side by side ----
+BENCH_CONFIGS  ?=
+BENCH_MIN_TIME ?= 1.0
+BENCH_THREADS  ?= 2
+bench: $(TOOL)
+	BENCH_CONFIGS="$(BENCH_CONFIGS)" BENCH_MIN_TIME="$(BENCH_MIN_TIME)" \
+	    BENCH_THREADS="$(BENCH_THREADS)" sh tests/bench/bench_table.sh $(TOOL)
 
 # ---- sanitizers ----
 # LeakSanitizer reports when a test worker exits, after Criterion has counted

@@ -89,86 +89,6 @@ Test(badinput, layer_config_values)
 
 #define ORACLE "tests/fixtures/oracle/attention_layer_self/"
 
-/* build/tgraph (or build-asan/tgraph) beside the test binary. */
-static void tool_path(char *buf, size_t n)
-{
-    char self[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(k, 0);
-    self[k] = '\0';
-    char *slash = strrchr(self, '/');
-    cr_assert_not_null(slash);
-    *slash = '\0';
-    snprintf(buf, n, "%.4000s/tgraph", self);
-    cr_assert_eq(access(buf, X_OK), 0, "%s is missing: build it first (make test does)", buf);
-}
-
-/* Run tgraph with args (NULL-terminated); returns the exit status (or 128 +
- * signal) and fills err with what it wrote to stderr. */
-static int run_tool(const char *const *args, char *err, size_t errlen)
-{
-    char tool[PATH_MAX];
-    tool_path(tool, sizeof tool);
-    const char *argv[40] = {tool};
-    int n = 1;
-    while (args[n - 1]) {
-        cr_assert_lt(n, 39);
-        argv[n] = args[n - 1];
-        n++;
-    }
-    argv[n] = NULL;
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        execv(tool, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t got = 0;
-    for (;;) {
-        ssize_t r = read(fds[0], err + got, errlen - 1 - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-        if (got == errlen - 1) break;
-    }
-    err[got] = '\0';
-    close(fds[0]);
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* Exit 2, exactly one line on stderr starting "tgraph CMD: " (or "tgraph: "),
- * containing each of the needles. */
-static void expect_cli_error(const char *const *args, const char *needle1, const char *needle2)
-{
-    char err[8192];
-    int rc = run_tool(args, err, sizeof err);
-    char cmd[256] = "";
-    for (int i = 0; args[i] && strlen(cmd) < 200; i++) {
-        strcat(cmd, " ");
-        strncat(cmd, args[i], 40);
-    }
-    cr_assert_eq(rc, 2, "tgraph%s: exit %d, stderr: %s", cmd, rc, err);
-    size_t len = strlen(err);
-    cr_assert(len > 0 && err[len - 1] == '\n', "tgraph%s: stderr is not one line: '%s'", cmd, err);
-    cr_assert_null(memchr(err, '\n', len - 1), "tgraph%s: more than one line on stderr:\n%s", cmd,
-                   err);
-    cr_assert(!strncmp(err, "tgraph ", 7) || !strncmp(err, "tgraph: ", 8),
-              "tgraph%s: the line does not start with the program name: %s", cmd, err);
-    cr_assert_not_null(strstr(err, needle1), "tgraph%s: '%s' not in: %s", cmd, needle1, err);
-    if (needle2)
-        cr_assert_not_null(strstr(err, needle2), "tgraph%s: '%s' not in: %s", cmd, needle2, err);
-}
-
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char tmpdir[256];
@@ -233,8 +153,8 @@ Test(cli, run_sanity_the_good_command_succeeds)
 {
     make_bad_files();
     char err[4096];
-    cr_assert_eq(run_tool(ARGS("run", "attention_layer", W, X, OUT), err, sizeof err), 0,
-                 "stderr: %s", err);
+    cr_assert_eq(tt_run_tool(ARGS("run", "attention_layer", W, X, OUT), err, sizeof err), 0,
+                    "stderr: %s", err);
     cr_assert_eq(err[0], '\0', "a successful run printed: %s", err);
     remove_bad_files();
 }
@@ -243,114 +163,114 @@ Test(cli, run_bad_files)
 {
     make_bad_files();
     const char *g = tmp("garbage"), *e = tmp("empty"), *t = tmp("truncated.safetensors");
-    expect_cli_error(ARGS("run", "attention_layer", "--weights", g, X, OUT), "--weights", g);
-    expect_cli_error(ARGS("run", "attention_layer", "--weights", e, X, OUT), "--weights", e);
-    expect_cli_error(ARGS("run", "attention_layer", "--weights", t, X, OUT), t, NULL);
-    expect_cli_error(ARGS("run", "attention_layer", "--weights", "/nonexistent/w.safetensors", X,
-                          OUT),
-                     "/nonexistent/w.safetensors", "cannot open");
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", g, X, OUT), "--weights", g);
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", e, X, OUT), "--weights", e);
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", t, X, OUT), t, NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", "/nonexistent/w.safetensors", X,
+                             OUT),
+                        "/nonexistent/w.safetensors", "cannot open");
     /* weights with a tensor the layer does not have */
-    expect_cli_error(ARGS("run", "attention_layer", "--weights", ORACLE "grads.safetensors", X,
-                          OUT),
-                     "input.x", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", ORACLE "grads.safetensors", X,
+                             OUT),
+                        "input.x", NULL);
     /* inputs */
-    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(g), OUT), "--input", g);
-    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(e), OUT), e, NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg("/nonexistent/x.npy"),
-                          OUT),
-                     "/nonexistent/x.npy", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, "--input", "q=" ORACLE "x.npy", OUT),
-                     "--input q", "no input of that name");
-    expect_cli_error(ARGS("run", "attention_layer", W, "--input", ORACLE "x.npy", OUT), "--input",
-                     "NAME=FILE.npy");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, X, OUT), "--input x given twice", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(g), OUT), "--input", g);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(e), OUT), e, NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg("/nonexistent/x.npy"),
+                             OUT),
+                        "/nonexistent/x.npy", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", "q=" ORACLE "x.npy", OUT),
+                        "--input q", "no input of that name");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", ORACLE "x.npy", OUT), "--input",
+                        "NAME=FILE.npy");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, X, OUT), "--input x given twice", NULL);
     /* an input of the wrong shape for the configured layer */
-    expect_cli_error(ARGS("run", "attention_layer", "--set", "d_model=8", W, X, OUT), "--input x",
-                     "[2, 6, 8]");
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--set", "d_model=8", W, X, OUT), "--input x",
+                        "[2, 6, 8]");
     /* outputs */
-    expect_cli_error(ARGS("run", "attention_layer", W, X, "--out", "/nonexistent/y.npy"),
-                     "/nonexistent/y.npy", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", g, "--grads",
-                          tmp("g.safetensors")),
-                     "--grad-output", g);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, "--out", "/nonexistent/y.npy"),
+                        "/nonexistent/y.npy", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", g, "--grads",
+                             tmp("g.safetensors")),
+                        "--grad-output", g);
     remove_bad_files();
 }
 
 Test(cli, run_bad_set_values)
 {
     make_bad_files();
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model=abc"), "d_model",
-                     "expected an integer");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "nokey=1"), "'nokey'",
-                     "unknown key");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=[2"), "n_heads",
-                     "offset");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model"), "d_model",
-                     "KEY=VALUE");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "=3"), "=3", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=0"), "n_heads",
-                     NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "mask_flag=2"), "mask_flag",
-                     NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model=abc"), "d_model",
+                        "expected an integer");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "nokey=1"), "'nokey'",
+                        "unknown key");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=[2"), "n_heads",
+                        "offset");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "d_model"), "d_model",
+                        "KEY=VALUE");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "=3"), "=3", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "n_heads=0"), "n_heads",
+                        NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set", "mask_flag=2"), "mask_flag",
+                        NULL);
     remove_bad_files();
 }
 
 Test(cli, run_flags_and_arguments)
 {
     make_bad_files();
-    expect_cli_error(ARGS("run"), "LAYER", NULL);
-    expect_cli_error(ARGS("run", "nosuch", W, X, OUT), "'nosuch'", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--bogus"), "'--bogus'", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "extra"), "'extra'", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", X, OUT), "--weights", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X), "--out", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, "--out"), "--out", "missing value");
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", ORACLE "dy.npy"),
-                     "--grads", NULL);
-    expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set"), "--set", NULL);
+    tt_expect_cli_error(ARGS("run"), "LAYER", NULL);
+    tt_expect_cli_error(ARGS("run", "nosuch", W, X, OUT), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--bogus"), "'--bogus'", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "extra"), "'extra'", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", X, OUT), "--weights", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X), "--out", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, "--out"), "--out", "missing value");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", ORACLE "dy.npy"),
+                        "--grads", NULL);
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--set"), "--set", NULL);
     remove_bad_files();
 }
 
 Test(cli, gradcheck_bad_input)
 {
-    expect_cli_error(ARGS("gradcheck"), "LAYER", NULL);
-    expect_cli_error(ARGS("gradcheck", "nosuch"), "'nosuch'", NULL);
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed", "abc"), "--seed", "'abc'");
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--max-per-tensor", "-1"),
-                     "--max-per-tensor", "'-1'");
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "foo=1"), "'foo'", NULL);
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "d_model=1e400"), "d_model",
-                     NULL);
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--frobnicate"), "'--frobnicate'", NULL);
-    expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed"), "--seed", NULL);
+    tt_expect_cli_error(ARGS("gradcheck"), "LAYER", NULL);
+    tt_expect_cli_error(ARGS("gradcheck", "nosuch"), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed", "abc"), "--seed", "'abc'");
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--max-per-tensor", "-1"),
+                        "--max-per-tensor", "'-1'");
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "foo=1"), "'foo'", NULL);
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--set", "d_model=1e400"), "d_model",
+                        NULL);
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--frobnicate"), "'--frobnicate'", NULL);
+    tt_expect_cli_error(ARGS("gradcheck", "attention_layer", "--seed"), "--seed", NULL);
 }
 
 Test(cli, dot_bad_input)
 {
-    expect_cli_error(ARGS("dot", "attention_layer"), "-o", NULL);
-    expect_cli_error(ARGS("dot", "attention_layer", "-o"), "-o", "missing value");
-    expect_cli_error(ARGS("dot", "nosuch", "-o", "/tmp/x.dot"), "'nosuch'", NULL);
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/nonexistent/x.dot"),
-                     "/nonexistent/x.dot", NULL);
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--depth", "x"), "--depth",
-                     "'x'");
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--rankdir", "XY"),
-                     "--rankdir", "'XY'");
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L"), "L",
-                     "KEY=VALUE");
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L=-1"), "L",
-                     NULL);
-    expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--what"), "'--what'", NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer"), "-o", NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o"), "-o", "missing value");
+    tt_expect_cli_error(ARGS("dot", "nosuch", "-o", "/tmp/x.dot"), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/nonexistent/x.dot"),
+                        "/nonexistent/x.dot", NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--depth", "x"), "--depth",
+                        "'x'");
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--rankdir", "XY"),
+                        "--rankdir", "'XY'");
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L"), "L",
+                        "KEY=VALUE");
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L=-1"), "L",
+                        NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--what"), "'--what'", NULL);
 }
 
 Test(cli, layers_and_commands)
 {
-    expect_cli_error(ARGS("layers", "nosuch"), "'nosuch'", NULL);
-    expect_cli_error(ARGS("layers", "attention_layer", "more"), "'more'", NULL);
-    expect_cli_error(ARGS("layers", "--bogus"), "'--bogus'", NULL);
-    expect_cli_error(ARGS("nosuch"), "'nosuch'", NULL);
-    expect_cli_error(ARGS("help", "nosuch"), "'nosuch'", NULL);
-    expect_cli_error(ARGS("--bogus"), "'--bogus'", NULL);
+    tt_expect_cli_error(ARGS("layers", "nosuch"), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("layers", "attention_layer", "more"), "'more'", NULL);
+    tt_expect_cli_error(ARGS("layers", "--bogus"), "'--bogus'", NULL);
+    tt_expect_cli_error(ARGS("nosuch"), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("help", "nosuch"), "'nosuch'", NULL);
+    tt_expect_cli_error(ARGS("--bogus"), "'--bogus'", NULL);
     const char *none[] = {NULL};
-    expect_cli_error(none, "COMMAND", NULL);
+    tt_expect_cli_error(none, "COMMAND", NULL);
 }

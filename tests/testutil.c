@@ -1,10 +1,16 @@
 /*
  * testutil.c - helpers for the Criterion suites (see testutil.h).
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -106,4 +112,108 @@ void tt_assert_last_error(const char *needle)
     const char *e = tg_last_error();
     cr_assert(strstr(e, needle) != NULL, "expected an error containing \"%s\", got \"%s\"", needle,
               e);
+}
+
+/* ---- the tgraph program ---- */
+
+/* build/tgraph (or build-asan/tgraph) beside the test binary. */
+static void tool_path(char *buf, size_t n)
+{
+    char self[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(k, 0);
+    self[k] = '\0';
+    char *slash = strrchr(self, '/');
+    cr_assert_not_null(slash);
+    *slash = '\0';
+    snprintf(buf, n, "%.4000s/tgraph", self);
+    cr_assert_eq(access(buf, X_OK), 0, "%s is missing: build it first (make test does)", buf);
+}
+
+/* Read fd to its end into buf (NUL-terminated; the rest is dropped). */
+static void read_all(int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    char sink[4096];
+    for (;;) {
+        ssize_t r = got + 1 < len ? read(fd, buf + got, len - 1 - got) : read(fd, sink, sizeof sink);
+        if (r <= 0) break;
+        if (got + 1 < len) got += (size_t)r;
+    }
+    buf[got] = '\0';
+}
+
+int tt_run_tool_out(const char *const *args, char *out, size_t outlen, char *err, size_t errlen)
+{
+    char tool[PATH_MAX];
+    tool_path(tool, sizeof tool);
+    const char *argv[40] = {tool};
+    int n = 1;
+    while (args[n - 1]) {
+        cr_assert_lt(n, 39);
+        argv[n] = args[n - 1];
+        n++;
+    }
+    argv[n] = NULL;
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    /* stdout into an unlinked temporary file: two pipes could fill up */
+    int out_fd = -1;
+    if (out) {
+        char tmpl[] = "/tmp/tgraph-test-out-XXXXXX";
+        out_fd = mkstemp(tmpl);
+        cr_assert_neq(out_fd, -1, "mkstemp: %s", strerror(errno));
+        unlink(tmpl);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(out ? out_fd : devnull, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execv(tool, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    read_all(fds[0], err, errlen);
+    close(fds[0]);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    if (out) {
+        lseek(out_fd, 0, SEEK_SET);
+        read_all(out_fd, out, outlen);
+        close(out_fd);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int tt_run_tool(const char *const *args, char *err, size_t errlen)
+{
+    return tt_run_tool_out(args, NULL, 0, err, errlen);
+}
+
+/* Exit 2, exactly one line on stderr starting "tgraph CMD: " (or "tgraph: "),
+ * containing each of the needles. */
+void tt_expect_cli_error(const char *const *args, const char *needle1, const char *needle2)
+{
+    char err[8192];
+    int rc = tt_run_tool(args, err, sizeof err);
+    char cmd[256] = "";
+    for (int i = 0; args[i] && strlen(cmd) < 200; i++) {
+        strcat(cmd, " ");
+        strncat(cmd, args[i], 40);
+    }
+    cr_assert_eq(rc, 2, "tgraph%s: exit %d, stderr: %s", cmd, rc, err);
+    size_t len = strlen(err);
+    cr_assert(len > 0 && err[len - 1] == '\n', "tgraph%s: stderr is not one line: '%s'", cmd, err);
+    cr_assert_null(memchr(err, '\n', len - 1), "tgraph%s: more than one line on stderr:\n%s", cmd,
+                   err);
+    cr_assert(!strncmp(err, "tgraph ", 7) || !strncmp(err, "tgraph: ", 8),
+              "tgraph%s: the line does not start with the program name: %s", cmd, err);
+    cr_assert_not_null(strstr(err, needle1), "tgraph%s: '%s' not in: %s", cmd, needle1, err);
+    if (needle2)
+        cr_assert_not_null(strstr(err, needle2), "tgraph%s: '%s' not in: %s", cmd, needle2, err);
 }

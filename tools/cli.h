@@ -24,5 +24,6 @@ extern const tg_cli_cmd tg_cmd_gradcheck;
 extern const tg_cli_cmd tg_cmd_dot;
 extern const tg_cli_cmd tg_cmd_compare;
 extern const tg_cli_cmd tg_cmd_op;
+extern const tg_cli_cmd tg_cmd_bench;
 
 #endif

@@ -14,6 +14,7 @@ static const tg_cli_cmd *const commands[] = {
     &tg_cmd_gradcheck,
     &tg_cmd_dot,
     &tg_cmd_compare,
+    &tg_cmd_bench,
     &tg_cmd_layers,
     &tg_cmd_demo,
 };

@@ -22,25 +22,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "gemm.h"
 #include "gemm_internal.h"
 #include "threads.h"
 
 static clockid_t clock_id = CLOCK_MONOTONIC;
 
-static double now_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(clock_id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_wall(void) { return tg_bench_now(CLOCK_MONOTONIC); }
+static double now_s(void) { return tg_bench_now(clock_id); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -57,59 +47,34 @@ typedef struct shape {
 static double seconds = 0.3;
 static int beta1, use_f64;
 
+static tg_bench_gemm gemm_of(const shape *s)
+{
+    return (tg_bench_gemm){.batch = s->batch, .M = s->M, .N = s->N, .K = s->K,
+                           .trans_a = s->ta, .trans_b = s->tb, .beta1 = beta1,
+                           .dtype = use_f64 ? TG_F64 : TG_F32};
+}
+
 /* Median seconds of one call; *best gets the fastest call (the host may be shared). */
 static double time_gemm(const shape *s, double *best)
 {
-    size_t es = use_f64 ? sizeof(double) : sizeof(float);
-    size_t na = (size_t)(s->M * s->K), nb = (size_t)(s->K * s->N), nc = (size_t)(s->M * s->N);
-    char *A = malloc(es * na * (size_t)s->batch), *B = malloc(es * nb * (size_t)s->batch),
-         *C = malloc(es * nc * (size_t)s->batch);
-    if (!A || !B || !C) {
+    tg_bench_gemm g = gemm_of(s);
+    tg_bench_opts o = {.warmup = 3, .min_time = seconds, .min_runs = 5, .max_runs = 2000,
+                       .clock = clock_id};
+    tg_bench_result r;
+    if (tg_bench_gemm_time(&g, &o, &r)) {
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-    for (size_t i = 0; i < na * (size_t)s->batch; i++) {
-        double v = (double)((i * 7919) % 1000) / 1000.0 - 0.5;
-        if (use_f64) ((double *)A)[i] = v; else ((float *)A)[i] = (float)v;
-    }
-    for (size_t i = 0; i < nb * (size_t)s->batch; i++) {
-        double v = (double)((i * 104729) % 1000) / 1000.0 - 0.5;
-        if (use_f64) ((double *)B)[i] = v; else ((float *)B)[i] = (float)v;
-    }
-    memset(C, 0, es * nc * (size_t)s->batch);
-    long lda = s->ta ? s->M : s->K, ldb = s->tb ? s->K : s->N;
-#define CALL()                                                                                  \
-    tg_gemm_batched(use_f64 ? TG_F64 : TG_F32, s->ta, s->tb, s->batch, s->M, s->N, s->K, 1.0,   \
-                    A, lda, (long)na, B, ldb, (long)nb, beta1 ? 1.0 : 0.0, C, s->N, (long)nc)
-    for (int i = 0; i < 3; i++) CALL();
-    double t0 = now_s();
-    CALL();
-    double one = now_s() - t0;
-    int reps = one > 0 ? (int)(seconds / one) : 1000;
-    if (reps < 5) reps = 5;
-    if (reps > 2000) reps = 2000;
-    double *ts = malloc(sizeof(double) * (size_t)reps);
-    for (int r = 0; r < reps; r++) {
-        t0 = now_s();
-        CALL();
-        ts[r] = now_s() - t0;
-    }
-#undef CALL
-    qsort(ts, (size_t)reps, sizeof(double), cmp_double);
-    double med = ts[reps / 2];
-    *best = ts[0];
-    free(ts);
-    free(A);
-    free(B);
-    free(C);
-    return med;
+    *best = r.best;
+    return r.median;
 }
 
 static void run(const shape *s, int threads)
 {
     tg_threads_set(threads);
     double best, t = time_gemm(s, &best);
-    double flop = 2.0 * (double)s->batch * (double)s->M * (double)s->N * (double)s->K;
+    tg_bench_gemm g = gemm_of(s);
+    double flop = tg_bench_gemm_flop(&g);
     printf("tgraph %-6s t=%d batch=%-5ld M=%-6ld N=%-5ld K=%-6ld ta=%d tb=%d %7.1f GFLOPS (best %6.1f) %9.1f us  %s\n",
            tg__gemm_kernel_name(tg__gemm_kernel_get()), threads, s->batch, s->M, s->N, s->K,
            s->ta, s->tb, flop / t * 1e-9, flop / best * 1e-9, t * 1e6, s->what ? s->what : "");

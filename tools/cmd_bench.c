@@ -1,0 +1,313 @@
+/*
+ * cmd_bench.c - `tgraph bench`: how long a layer's training step and its
+ * inference forward take, and the GEMM's GFLOPS; one JSON line each.
+ *
+ * The training step is what a real one costs: forward (dropout active),
+ * backward of sum(y*dy) with a fixed random dy (given to the backward as the
+ * output's gradient), an Adam update over the parameter store and zeroed
+ * gradients. Inference is a second graph on the same parameters built without
+ * gradients (so the planner shares intermediate buffers) in eval mode.
+ * tests/bench/torch_bench.py measures the same in PyTorch; `make bench` puts
+ * the two side by side. Not a test: it checks nothing but prints numbers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "bench_time.h"
+#include "cli.h"
+#include "layer_cli.h"
+
+#define MAX_GEMM_DIM (1 << 16)
+
+typedef struct bench_opts {
+    int    threads;
+    double min_time;
+    int    warmup;
+} bench_opts;
+
+/* ---- the layer form ---- */
+
+typedef struct step_ctx {
+    tg_cli_layer *c;
+    tg_tensor    *dy;
+    tg_optim     *opt;
+    tg_graph     *infer;
+} step_ctx;
+
+/* forward, backward of sum(y*dy), Adam, zero grads */
+static int train_step(void *ctx)
+{
+    step_ctx *s = ctx;
+    if (tg_graph_forward(s->c->g) || tg_graph_backward(s->c->g, s->c->out.y, s->dy) ||
+        tg_optim_step(s->opt))
+        return 1;
+    tg_params_zero_grad(s->c->ps);
+    return 0;
+}
+
+static int infer_step(void *ctx)
+{
+    step_ctx *s = ctx;
+    return tg_graph_forward(s->infer) ? 1 : 0;
+}
+
+/* Seeded random data: N(0, 1) for differentiable inputs; for masks 0 or -100
+ * (as make_case.py and gradcheck make them). */
+static void fill_input(tg_tensor *t, bool differentiable, tg_rng *rng)
+{
+    for (int64_t k = 0; k < t->numel; k++)
+        tg_tensor_set(t, k, differentiable ? tg_rng_normal(rng)
+                                           : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
+}
+
+/* The shortest of %.15g / %.17g that reads back as v. */
+static void print_double(double v)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    printf("%s", buf);
+}
+
+/* {"key":value,...} from the layer's config struct, every key (defaults too). */
+static void print_config(const tg_layer_class *cls, const void *cfg)
+{
+    const unsigned char *base = cfg;
+    printf("{");
+    for (const tg_layer_key *k = cls->keys; k->name; k++) {
+        printf("%s\"%s\":", k == cls->keys ? "" : ",", k->name);
+        const void *p = base + k->offset;
+        switch (k->type) {
+        case TG_KEY_INT: {
+            int64_t v;
+            memcpy(&v, p, sizeof v);
+            if (k->nullable && v == 0) printf("null");
+            else printf("%lld", (long long)v);
+            break;
+        }
+        case TG_KEY_FLOAT: {
+            double v;
+            memcpy(&v, p, sizeof v);
+            if (k->nullable && v == 0) printf("null");
+            else print_double(v);
+            break;
+        }
+        case TG_KEY_BOOL: {
+            bool v;
+            memcpy(&v, p, sizeof v);
+            printf("%s", v ? "true" : "false");
+            break;
+        }
+        case TG_KEY_INT_LIST: {
+            tg_int_list v;
+            memcpy(&v, p, sizeof v);
+            printf("[");
+            for (int i = 0; i < v.n; i++) printf(i ? ",%lld" : "%lld", (long long)v.v[i]);
+            printf("]");
+            break;
+        }
+        }
+    }
+    printf("}");
+}
+
+static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
+{
+    tg_cli_layer c = {0};
+    tg_graph *infer = NULL;
+    tg_tensor *data[TG_MAX_LAYER_INPUTS] = {0};
+    tg_tensor *dy = NULL;
+    tg_optim *opt = NULL;
+    int rc = 2;
+    tg_rng rng;
+    tg_rng_seed(&rng, 0);
+    if (tg_cli_layer_build(&c, "bench", layer, cfg, NULL, TG_F32, &rng, false)) goto done;
+    /* the training graph: dropout on; a layer without parameters (full_attention)
+     * differentiates its inputs instead, so backward has work to do */
+    tg_graph_set_training(c.g, true);
+    bool no_params = tg_params_count(c.ps) == 0;
+    for (int i = 0; i < c.n_in; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
+        if (!(data[i] = tg_tensor_new(TG_F32, spec->rank, spec->shape))) {
+            rc = tg_cli_fail("bench", "%s", tg_last_error());
+            goto done;
+        }
+        fill_input(data[i], spec->differentiable, &rng);
+        if (tg_node_set(c.in[i], data[i]) ||
+            (no_params && spec->differentiable && tg_node_set_requires_grad(c.in[i], true))) {
+            rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
+            goto done;
+        }
+    }
+    const tg_tensor *y = tg_node_value(c.out.y);
+    if (!(dy = tg_tensor_new(TG_F32, y->rank, y->shape))) {
+        rc = tg_cli_fail("bench", "%s", tg_last_error());
+        goto done;
+    }
+    fill_input(dy, true, &rng);
+    tg_optim_config oc = {.kind = TG_OPTIM_ADAM, .lr = 1e-4};
+    if (!(opt = tg_optim_new(c.ps, &oc))) {
+        rc = tg_cli_fail("bench", "%s", tg_last_error());
+        goto done;
+    }
+
+    /* the inference graph: same layer and parameters, no gradients, eval mode */
+    tg_node *in[TG_MAX_LAYER_INPUTS];
+    tg_layer_outputs out;
+    if (!(infer = tg_graph_new(TG_F32))) {
+        rc = tg_cli_fail("bench", "%s", tg_last_error());
+        goto done;
+    }
+    tg_graph_set_grad_enabled(infer, false);
+    for (int i = 0; i < c.n_in; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
+        in[i] = tg_input(infer, spec->name, TG_F32, spec->rank, spec->shape);
+        if (in[i] && tg_node_set(in[i], data[i])) {
+            rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
+            goto done;
+        }
+    }
+    if (tg_layer_build(c.layer, infer, in, &out)) {
+        rc = tg_cli_fail("bench", "%s", tg_last_error());
+        goto done;
+    }
+
+    step_ctx s = {.c = &c, .dy = dy, .opt = opt, .infer = infer};
+    tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
+                       .clock = CLOCK_MONOTONIC};
+    tg_bench_result train, inf;
+    int st = tg_bench_time(train_step, &s, &o, &train);
+    if (!st) st = tg_bench_time(infer_step, &s, &o, &inf);
+    if (st) {
+        rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
+        goto done;
+    }
+    printf("{\"layer\":\"%s\",\"config\":", layer);
+    print_config(tg_layer_class_find(layer), tg_layer_config(c.layer));
+    printf(",\"train_step_ms\":%.4f,\"infer_ms\":%.4f,\"params\":%lld,\"peak_rss_mb\":%.1f,"
+           "\"threads\":%d}\n",
+           train.median * 1e3, inf.median * 1e3, (long long)tg_params_numel(c.ps),
+           tg_bench_peak_rss_mb(), tg_threads_get());
+    rc = 0;
+done:
+    for (int i = 0; i < TG_MAX_LAYER_INPUTS; i++) tg_tensor_free(data[i]);
+    tg_tensor_free(dy);
+    tg_optim_free(opt);
+    tg_graph_free(infer);
+    tg_cli_layer_free(&c);
+    return rc;
+}
+
+/* ---- the gemm form ---- */
+
+static int bench_gemm(int64_t m, int64_t n, int64_t k, const bench_opts *bo)
+{
+    tg_bench_gemm g = {.batch = 1, .M = m, .N = n, .K = k, .dtype = TG_F32};
+    tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
+                       .clock = CLOCK_MONOTONIC};
+    tg_bench_result r;
+    if (tg_bench_gemm_time(&g, &o, &r))
+        return tg_cli_fail("bench", "gemm %lldx%lldx%lld: out of memory", (long long)m,
+                           (long long)n, (long long)k);
+    printf("{\"gemm\":[%lld,%lld,%lld],\"gflops\":%.2f,\"threads\":%d}\n", (long long)m,
+           (long long)n, (long long)k, tg_bench_gemm_flop(&g) / r.median * 1e-9,
+           tg_threads_get());
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    tg_args a;
+    tg_args_init(&a, "bench", argc, argv);
+    const char *layer = NULL, *arg, *v;
+    bench_opts bo = {.threads = 0, .min_time = 1.0, .warmup = 3};
+    int64_t dims[3] = {0, 0, 0}, iv;
+    tg_config *cfg = tg_config_new();
+    int rc = 2, n_sets = 0;
+    if (!cfg) return tg_cli_fail("bench", "out of memory");
+    while ((arg = tg_args_next(&a))) {
+        if (!strcmp(arg, "--set")) {
+            if (!tg_args_value(&a, &v) || tg_cli_set("bench", cfg, v)) goto done;
+            n_sets++;
+        } else if (!strcmp(arg, "--threads") || !strcmp(arg, "-t")) {
+            if (!tg_args_int(&a, 1, TG_MAX_THREADS, &iv)) goto done;
+            bo.threads = (int)iv;
+        } else if (!strcmp(arg, "--min-time")) {
+            if (!tg_args_double(&a, 0, 3600, &bo.min_time)) goto done;
+        } else if (!strcmp(arg, "--warmup")) {
+            if (!tg_args_int(&a, 0, 1000000, &iv)) goto done;
+            bo.warmup = (int)iv;
+        } else if (!strcmp(arg, "--m") || !strcmp(arg, "--n") || !strcmp(arg, "--k")) {
+            if (!tg_args_int(&a, 1, MAX_GEMM_DIM, &iv)) goto done;
+            dims[arg[2] == 'm' ? 0 : arg[2] == 'n' ? 1 : 2] = iv;
+        } else if (arg[0] != '-' && !layer) {
+            layer = arg;
+        } else {
+            rc = tg_cli_unknown(&a, arg);
+            goto done;
+        }
+    }
+    if (!layer) {
+        rc = tg_cli_fail("bench", "missing LAYER or gemm (see tgraph bench --help)");
+        goto done;
+    }
+    bool gemm = !strcmp(layer, "gemm");
+    if (gemm) {
+        static const char *const flag[3] = {"--m M", "--n N", "--k K"};
+        for (int i = 0; i < 3; i++)
+            if (!dims[i]) {
+                rc = tg_cli_fail("bench", "gemm: missing %s", flag[i]);
+                goto done;
+            }
+        if (n_sets) {
+            rc = tg_cli_fail("bench", "--set is for layers, not gemm");
+            goto done;
+        }
+    } else if (dims[0] || dims[1] || dims[2]) {
+        rc = tg_cli_fail("bench", "--m, --n and --k are for gemm, not a layer");
+        goto done;
+    }
+    if (tg_threads_set(bo.threads)) {
+        rc = tg_cli_fail("bench", "--threads %d: %s", bo.threads, tg_last_error());
+        goto done;
+    }
+    rc = gemm ? bench_gemm(dims[0], dims[1], dims[2], &bo) : bench_layer(layer, cfg, &bo);
+done:
+    tg_config_free(cfg);
+    return rc;
+}
+
+const tg_cli_cmd tg_cmd_bench = {
+    .name = "bench",
+    .summary = "time a layer's training step and inference, or the GEMM; one JSON line",
+    .help =
+        "usage: tgraph bench LAYER [--set KEY=VALUE]... [--threads N] [--min-time SECONDS]\n"
+        "                    [--warmup N]\n"
+        "       tgraph bench gemm --m M --n N --k K [--threads N] [--min-time SECONDS]\n"
+        "                    [--warmup N]\n\n"
+        "Builds LAYER (see tgraph layers; the same --set keys as run, shape keys included)\n"
+        "with F32 inputs of the configured shape filled with seeded random data, and times\n"
+        "  a training step: forward (dropout on), backward of sum(y*dy) with a fixed random\n"
+        "                   dy, an Adam update over every parameter, gradients zeroed\n"
+        "  inference:       a forward of a graph built without gradients (buffers shared\n"
+        "                   by lifetime), dropout off\n"
+        "Each is called --warmup times (default 3), then until --min-time seconds (default\n"
+        "1) have been timed and at least 5 times; the median is reported. Prints one line:\n"
+        "  {\"layer\":...,\"config\":{every key},\"train_step_ms\":...,\"infer_ms\":...,\n"
+        "   \"params\":<parameter scalars>,\"peak_rss_mb\":...,\"threads\":N}\n"
+        "A layer without parameters (full_attention) differentiates its inputs instead.\n\n"
+        "The gemm form times C = A B in F32 (row-major, A M x K, B K x N) and prints\n"
+        "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n\n"
+        "  --threads N   threads of the pool (1 .. 64; default: the online cores)\n\n"
+        "tests/bench/torch_bench.py measures the same in PyTorch; make bench prints both.\n\n"
+        "examples:\n"
+        "  tgraph bench tsa\n"
+        "  tgraph bench tsa --set b=32 --set ts_d=7 --set seg_num=12 --set d_model=64 \\\n"
+        "      --set factor=3 --set n_heads=4 --set d_ff=128 --threads 2\n"
+        "  tgraph bench attention_layer --set B=8 --set L=512 --set d_model=256 \\\n"
+        "      --set n_heads=8 --set mask_flag=true --min-time 5\n"
+        "  tgraph bench gemm --m 512 --n 512 --k 512 --threads 1\n",
+    .run = run,
+};
