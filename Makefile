@@ -8,6 +8,7 @@
 #                   (clang-14; installs clang-14 and libclang-rt-14-dev if missing, as root)
 #   make bench      the benchmark table
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
+#   make bench-rows softmax / layer_norm / GELU, portable path against AVX2 (ROWS_ARGS="-t 1")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -48,7 +49,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench-rows
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -140,6 +141,14 @@ $(BUILD)/gemm-bench: tests/bench/gemm_bench.c $(LIB_A)
 
 bench-gemm: $(BUILD)/gemm-bench
 	$(BUILD)/gemm-bench $(BENCH_ARGS)
+
+# ---- row kernels: portable vs AVX2, side by side (ROWS_ARGS: see tests/bench/rows_bench.c) ----
+ROWS_ARGS ?=
+$(BUILD)/rows-bench: tests/bench/rows_bench.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench-rows: $(BUILD)/rows-bench
+	$(BUILD)/rows-bench $(ROWS_ARGS)
 
 # ---- sanitizers ----
 # LeakSanitizer reports when a test worker exits, after Criterion has counted
