@@ -9,6 +9,7 @@
 #   make bench      issue 7's table, tgraph against PyTorch (BENCH_CONFIGS=tsa_toy,tsa_med
 #                   for a subset, BENCH_MIN_TIME=seconds; see tests/bench/bench_table.sh)
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
+#   make bench-rows softmax / layer_norm / GELU, portable path against AVX2 (ROWS_ARGS="-t 1")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -32,7 +33,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h
+                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
 
@@ -49,7 +50,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -149,6 +150,14 @@ BENCH_THREADS  ?= 2
 bench: $(TOOL)
 	BENCH_CONFIGS="$(BENCH_CONFIGS)" BENCH_MIN_TIME="$(BENCH_MIN_TIME)" \
 	    BENCH_THREADS="$(BENCH_THREADS)" sh tests/bench/bench_table.sh $(TOOL)
+
+# ---- row kernels: portable vs AVX2, side by side (ROWS_ARGS: see tests/bench/rows_bench.c) ----
+ROWS_ARGS ?=
+$(BUILD)/rows-bench: tests/bench/rows_bench.c $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench-rows: $(BUILD)/rows-bench
+	$(BUILD)/rows-bench $(ROWS_ARGS)
 
 # ---- sanitizers ----
 # LeakSanitizer reports when a test worker exits, after Criterion has counted

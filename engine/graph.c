@@ -606,8 +606,17 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
     const tg_node *oroot = grad_root(out);
     if (oroot->kind == TG_NODE_OP)
         memset(oroot->grad.data, 0, (size_t)oroot->grad.numel * tg_dtype_size(oroot->grad.dtype));
-    /* seed: grad(out) += dy (or 1) */
-    for (int64_t i = 0; i < out->grad.numel; i++) {
+    /* seed: grad(out) += dy (or 1); same-dtype dy in a plain loop (the same
+     * bits: a float sum rounded through double is the float sum) */
+    if (dy && dy->dtype == out->grad.dtype && dy->dtype == TG_F32) {
+        float *gd = out->grad.data;
+        const float *dd = dy->data;
+        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] += dd[i];
+    } else if (dy && dy->dtype == out->grad.dtype && dy->dtype == TG_F64) {
+        double *gd = out->grad.data;
+        const double *dd = dy->data;
+        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] += dd[i];
+    } else for (int64_t i = 0; i < out->grad.numel; i++) {
         double add = dy ? tg_tensor_get(dy, i) : 1.0;
         tg_tensor_set(&out->grad, i, tg_tensor_get(&out->grad, i) + add);
     }

@@ -4,12 +4,15 @@
  * Elementwise through tg_parallel_for, kernels compiled for float and double
  * (engine/generic.h). The formulas are PyTorch's CPU kernels', including
  * 1 + erf(...) rather than erfc, so tails round the same way. relu lives in
- * elementwise.c; this file is only GELU.
+ * elementwise.c; this file is only GELU. F32 goes to the AVX2 kernels of
+ * ops/vec.c when tg__vec_on() (vector erf / tanh / exp within about 1e-7 of
+ * libm's); the portable loops below stay the reference (TG_NO_SIMD=1) and the
+ * F64 path.
  */
 #ifdef TG_KERNELS
 #include "generic.h"
 
-typedef struct TG_F(gelu_ctx) { tg_node *n; tg_gelu_approx approx; } TG_F(gelu_ctx);
+typedef struct TG_F(gelu_ctx) { tg_node *n; tg_gelu_approx approx; bool vec; } TG_F(gelu_ctx);
 
 /* forward:
  *   none: y = x * Phi(x),                Phi(x) = (1 + erf(x / sqrt 2)) / 2
@@ -20,6 +23,12 @@ static void TG_F(gelu_forward_range)(void *vctx, int64_t begin, int64_t end, int
     const TG_T *x = c->n->in[0]->value.data;   /* [numel] */
     TG_T *y = c->n->value.data;                /* [numel] */
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->vec) {
+        tg__vec_gelu(x + begin, y + begin, end - begin, c->approx == TG_GELU_TANH);
+        return;
+    }
+#endif
     if (c->approx == TG_GELU_TANH) {
         for (int64_t i = begin; i < end; i++) {
             TG_T v = x[i];
@@ -43,6 +52,13 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *x = c->n->in[0]->value.data, *dy = c->n->grad.data;   /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;                                /* [numel] */
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->vec) {
+        tg__vec_gelu_backward(x + begin, dy + begin, dx + begin, end - begin,
+                              c->approx == TG_GELU_TANH);
+        return;
+    }
+#endif
     if (c->approx == TG_GELU_TANH) {
         for (int64_t i = begin; i < end; i++) {
             TG_T v = x[i];
@@ -63,7 +79,7 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
 
 static void TG_F(gelu_run)(tg_node *n, tg_gelu_approx approx, bool backward)
 {
-    TG_F(gelu_ctx) c = {n, approx};
+    TG_F(gelu_ctx) c = {n, approx, TG_KERNELS == 32 && tg__vec_on()};
     tg_parallel_for(n->value.numel, 8192,
                     backward ? TG_F(gelu_backward_range) : TG_F(gelu_forward_range), &c);
 }
@@ -74,6 +90,7 @@ static void TG_F(gelu_run)(tg_node *n, tg_gelu_approx approx, bool backward)
 
 #include "ops_internal.h"
 #include "activation.h"
+#include "vec.h"
 
 #define GELU_SQRT1_2 0.70710678118654752440        /* 1/sqrt(2) */
 #define GELU_INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */

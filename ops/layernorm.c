@@ -6,8 +6,9 @@
  * for blocks of rows through tg_parallel_for; the per-row mean and rstd are
  * saved (double) for the backward. dgamma / dbeta are sums over rows, done by
  * a second pass split over columns so every thread owns its outputs and the
- * sums are deterministic. Not here: RMSNorm, batch/group norm, and SIMD (a
- * later speed pass vectorises the two row functions).
+ * sums are deterministic. F32 goes to the AVX2 versions of the three loops
+ * (ops/vec.c) when tg__vec_on(); the portable code below stays the reference
+ * (TG_NO_SIMD=1) and the F64 path. Not here: RMSNorm, batch/group norm.
  */
 #ifdef TG_KERNELS
 #include "generic.h"
@@ -67,12 +68,21 @@ typedef struct TG_F(ln_ctx) {
     double *acc_g, *acc_b;               /* [N] scratch (column pass) */
     int64_t R, N;
     double eps;
+    bool vec;                            /* F32 with the vector kernels */
 } TG_F(ln_ctx);
 
 static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->vec) {
+        for (int64_t r = begin; r < end; r++)
+            tg__vec_ln_row(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
+                           &c->mean[r], &c->rstd[r]);
+        return;
+    }
+#endif
     for (int64_t r = begin; r < end; r++)
         TG_F(ln_row_forward)(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
                              &c->mean[r], &c->rstd[r]);
@@ -82,6 +92,14 @@ static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int t
 {
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->vec) {
+        for (int64_t r = begin; r < end; r++)
+            tg__vec_ln_row_backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
+                                    c->N, c->mean[r], c->rstd[r]);
+        return;
+    }
+#endif
     for (int64_t r = begin; r < end; r++)
         TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
                               c->N, c->mean[r], c->rstd[r]);
@@ -96,6 +114,13 @@ static void TG_F(ln_param_cols)(void *vctx, int64_t begin, int64_t end, int tid)
     for (int64_t r = 0; r < c->R; r++) {
         const TG_T *x = c->x + r * c->N, *dy = c->dy + r * c->N;
         double m = c->mean[r], rs = c->rstd[r];
+#if TG_KERNELS == 32 && TG_VEC
+        if (c->vec) {   /* the same double arithmetic, 4 columns at a time */
+            tg__vec_ln_param_row(x + begin, dy + begin, m, rs, c->acc_g + begin, c->acc_b + begin,
+                                 end - begin);
+            continue;
+        }
+#endif
         for (int64_t j = begin; j < end; j++) {
             c->acc_g[j] += (double)dy[j] * (((double)x[j] - m) * rs);
             c->acc_b[j] += dy[j];
@@ -111,7 +136,7 @@ static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
                       .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
                       .mean = n->buf[0].data, .rstd = n->buf[1].data,
                       .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
-                      .eps = eps};
+                      .eps = eps, .vec = TG_KERNELS == 32 && tg__vec_on()};
     if (c.N == 0) return;
     tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_forward_rows), &c);
 }
@@ -123,7 +148,8 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
     TG_F(ln_ctx) c = {.n = n, .x = x->data, .dy = n->grad.data,
                       .gamma = w ? w->value.data : NULL,
                       .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
+                      .vec = TG_KERNELS == 32 && tg__vec_on()};
     if (c.N == 0) return;
     if (n->in[0]->requires_grad) {
         c.dx = n->in[0]->grad.data;
@@ -147,6 +173,7 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
 
 #include "ops_internal.h"
 #include "layernorm.h"
+#include "vec.h"
 
 #define TG_KERNELS 32
 #include "layernorm.c"

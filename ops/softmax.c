@@ -8,8 +8,11 @@
  * side); rows are spread over the thread pool. The last dim (inner = 1) is
  * the contiguous fast path; other dims walk with stride `inner`.
  *
- * Not here: masking (masked_fill, ops/mask.c) and dropout. A later speed pass
- * can replace the row functions by vectorised, fused ones.
+ * F32 contiguous rows go to the AVX2 row kernels of ops/vec.c when the CPU
+ * has them (tg__vec_on(); TG_NO_SIMD=1 keeps the portable code below, which
+ * stays the reference and the F64 / strided path).
+ *
+ * Not here: masking (masked_fill, ops/mask.c) and dropout.
  */
 #ifdef TG_KERNELS
 #include "generic.h"
@@ -96,6 +99,21 @@ static void TG_F(softmax_rows)(void *vctx, int64_t begin, int64_t end, int tid)
     const softmax_attr *a = c->n->attr;
     int64_t n = a->n, in = a->inner;
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (in == 1 && c->vec) {   /* contiguous float rows: the vector kernels */
+        const TG_T *x = c->n->in[0]->value.data, *y = c->n->value.data;
+        const TG_T *dy = c->backward ? c->n->grad.data : NULL;
+        TG_T *out = c->backward ? c->n->in[0]->grad.data : c->n->value.data;
+        for (int64_t r = begin; r < end; r++) {
+            int64_t o = r * n;
+            if (!c->backward && a->log) tg__vec_log_softmax_row(x + o, out + o, n);
+            else if (!c->backward) tg__vec_softmax_row(x + o, out + o, n, (TG_T)a->scale);
+            else if (a->log) tg__vec_log_softmax_row_backward(y + o, dy + o, out + o, n);
+            else tg__vec_softmax_row_backward(y + o, dy + o, out + o, n, (TG_T)a->scale);
+        }
+        return;
+    }
+#endif
     if (in == 1)            /* contiguous rows: the row code inlined with stride 1 */
         for (int64_t r = begin; r < end; r++) TG_F(row)(c, r * n, 1);
     else
@@ -108,6 +126,7 @@ static void TG_F(softmax_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 
 #include "ops_internal.h"
 #include "softmax.h"
+#include "vec.h"
 
 typedef struct {
     int     dim;          /* wrapped dim (0 for a 0-d input) */
@@ -116,7 +135,7 @@ typedef struct {
     bool    log;          /* log_softmax */
 } softmax_attr;
 
-typedef struct { tg_node *n; bool backward; } softmax_ctx;
+typedef struct { tg_node *n; bool backward, vec; } softmax_ctx;
 
 #define TG_KERNELS 32
 #include "softmax.c"
@@ -128,7 +147,7 @@ typedef struct { tg_node *n; bool backward; } softmax_ctx;
 static void run(tg_node *n, bool backward)
 {
     const softmax_attr *a = n->attr;
-    softmax_ctx c = {n, backward};
+    softmax_ctx c = {n, backward, n->value.dtype == TG_F32 && tg__vec_on()};
     int64_t rows = a->outer * a->inner;
     int64_t grain = a->n > 0 ? 1 + 16384 / a->n : rows;   /* ~16K elements per chunk */
     if (a->n == 0) return;

@@ -1,0 +1,476 @@
+/*
+ * vec.c - AVX2 + FMA float32 row kernels and vector maths (see vec.h).
+ *
+ * Each routine walks its row 8 floats at a time; the last 1..7 go through
+ * the same code with masked loads and stores, so every element sees the same
+ * arithmetic whatever its position. Sums are kept in double (two 4-wide
+ * accumulators), as in the portable kernels.
+ *
+ * The maths (coefficients fitted for this file by weighted least squares,
+ * iterated to near-minimax, on Chebyshev nodes):
+ *   exp(x):  n = round(x / ln2), r = x - n ln2 (Cody-Waite, ln2 in two
+ *            parts), e^r = 1 + r + r^2 Q(r) with Q of degree 5 (relative
+ *            error 6e-11 on |r| <= ln2/2), times 2^n built in two halves so
+ *            subnormal results round once. x is clamped to [-104, 89] first:
+ *            below, the result is 0; above, it overflows to +inf; NaN is
+ *            passed through.
+ *   erf(x):  |x| <= 0.93: x + x P(x^2), P of degree 5 (relative 2e-8);
+ *            above: sign(x) (1 - exp(F(|x|))), F of degree 7 fitting
+ *            log(erfc) on [0.92, 4] (erfc absolute 4e-11); |x| >= 4 gives 1.
+ *   tanh(x): |x| < 0.625: x + x^3 P(x^2), P of degree 4 (relative 4e-9);
+ *            above: sign(x) (1 - 2 / (exp(2|x|) + 1)), |x| clamped at 10.
+ *
+ * Not here: -ffast-math style shortcuts (NaN and inf follow IEEE, as the
+ * portable path), F64, the strided rows.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vec.h"
+
+#if TG_VEC
+#include <immintrin.h>
+#endif
+
+/* ---- the switch ---- */
+
+static atomic_int vec_mode = -1;   /* -1: not decided yet; 0: portable; 1: AVX2 */
+
+bool tg__vec_supported(void)
+{
+#if TG_VEC
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+static int vec_auto(void)
+{
+    const char *env = getenv("TG_NO_SIMD");
+    if (env && *env && strcmp(env, "0") != 0) return 0;
+    return tg__vec_supported();
+}
+
+bool tg__vec_on(void)
+{
+    int m = atomic_load_explicit(&vec_mode, memory_order_relaxed);
+    if (m < 0) {
+        m = vec_auto();
+        atomic_store(&vec_mode, m);
+    }
+    return m == 1;
+}
+
+bool tg__vec_set(int mode)
+{
+    if (mode == 1 && !tg__vec_supported()) return false;
+    atomic_store(&vec_mode, mode == 0 ? 0 : mode == 1 ? 1 : vec_auto());
+    return true;
+}
+
+#if TG_VEC
+
+#define AVX2 __attribute__((target("avx2,fma")))
+typedef __m256 v8f;
+typedef __m256d v4d;
+
+/* ---- lanes: tails, constants, double halves ---- */
+
+static const int32_t tail_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+/* lanes 0 .. rem-1 set, 1 <= rem <= 8 */
+AVX2 static inline __m256i tail_mask(int64_t rem)
+{
+    return _mm256_loadu_si256((const __m256i *)(tail_tab + 8 - rem));
+}
+
+AVX2 static inline v8f ld(const float *p, int64_t rem, __m256i m)
+{
+    return rem >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+/* a load with `fill` in the lanes past the end */
+AVX2 static inline v8f ld_fill(const float *p, int64_t rem, __m256i m, float fill)
+{
+    if (rem >= 8) return _mm256_loadu_ps(p);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
+                            _mm256_castsi256_ps(m));
+}
+
+AVX2 static inline void st(float *p, v8f v, int64_t rem, __m256i m)
+{
+    if (rem >= 8) _mm256_storeu_ps(p, v);
+    else _mm256_maskstore_ps(p, m, v);
+}
+
+AVX2 static inline v8f K(float c) { return _mm256_set1_ps(c); }
+
+AVX2 static inline v4d lo_d(v8f v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+AVX2 static inline v4d hi_d(v8f v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+AVX2 static inline v8f from_d(v4d lo, v4d hi)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+}
+
+AVX2 static inline double hsum_d(v4d a)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+AVX2 static inline float hmax(v8f a)
+{
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+AVX2 static inline v8f isnan_mask(v8f x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
+AVX2 static inline v8f vabs(v8f x) { return _mm256_andnot_ps(K(-0.0f), x); }
+/* |a| with the sign of b */
+AVX2 static inline v8f vcopysign(v8f a, v8f b)
+{
+    return _mm256_or_ps(vabs(a), _mm256_and_ps(K(-0.0f), b));
+}
+
+/* ---- the maths ---- */
+
+/* 2^k for integer-valued k in [-126, 127] */
+AVX2 static inline v8f pow2i(__m256i k)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
+
+AVX2 static inline v8f vexp(v8f x)
+{
+    v8f xc = _mm256_min_ps(_mm256_max_ps(x, K(-104.0f)), K(89.0f));   /* NaN -> 89, fixed below */
+    v8f n = _mm256_round_ps(_mm256_mul_ps(xc, K(1.44269504088896341f)),
+                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);   /* [-150, 128] */
+    /* r = x - n ln2; n * 0.693359375 is exact, x minus it too (Sterbenz) */
+    v8f r = _mm256_fnmadd_ps(n, K(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(n, K(-2.12194440e-4f), r);
+    v8f q = K(1.978927886837384e-4f);
+    q = _mm256_fmadd_ps(q, r, K(1.3945740294920763e-3f));
+    q = _mm256_fmadd_ps(q, r, K(8.333503672349555e-3f));
+    q = _mm256_fmadd_ps(q, r, K(4.166628048542627e-2f));
+    q = _mm256_fmadd_ps(q, r, K(1.6666665820666546e-1f));
+    q = _mm256_fmadd_ps(q, r, K(5.000000071628705e-1f));
+    v8f p = _mm256_add_ps(_mm256_fmadd_ps(q, _mm256_mul_ps(r, r), r), K(1.0f));
+    /* times 2^n as 2^h * 2^(n-h): each factor normal, one rounding at most */
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i h = _mm256_srai_epi32(ni, 1);
+    v8f y = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(h)), pow2i(_mm256_sub_epi32(ni, h)));
+    return _mm256_blendv_ps(y, x, isnan_mask(x));
+}
+
+AVX2 static inline v8f verf(v8f x)
+{
+    v8f t = vabs(x);
+    /* |x| <= 0.93: x + x P(x^2) */
+    v8f s = _mm256_mul_ps(x, x);
+    v8f p = K(-5.953882389579807e-4f);
+    p = _mm256_fmadd_ps(p, s, K(4.985974326416634e-3f));
+    p = _mm256_fmadd_ps(p, s, K(-2.6761749321472336e-2f));
+    p = _mm256_fmadd_ps(p, s, K(1.128168366892017e-1f));
+    p = _mm256_fmadd_ps(p, s, K(-3.7612481276854315e-1f));
+    p = _mm256_fmadd_ps(p, s, K(1.2837914776866527e-1f));
+    v8f small = _mm256_fmadd_ps(p, x, x);
+    /* above: 1 - exp(F(|x|)), F ~ log erfc on [0.92, 4] */
+    v8f tc = _mm256_min_ps(t, K(4.0f));
+    v8f f = K(-2.1161906517908058e-5f);
+    f = _mm256_fmadd_ps(f, tc, K(4.352188861983519e-4f));
+    f = _mm256_fmadd_ps(f, tc, K(-4.17464302110121e-3f));
+    f = _mm256_fmadd_ps(f, tc, K(2.512862459017584e-2f));
+    f = _mm256_fmadd_ps(f, tc, K(-1.0829394662927744e-1f));
+    f = _mm256_fmadd_ps(f, tc, K(-6.333346530130428e-1f));
+    f = _mm256_fmadd_ps(f, tc, K(-1.1295208233348015f));
+    f = _mm256_fmadd_ps(f, tc, K(1.7587456230942742e-4f));
+    v8f big = vcopysign(_mm256_sub_ps(K(1.0f), vexp(f)), x);
+    v8f y = _mm256_blendv_ps(small, big, _mm256_cmp_ps(t, K(0.93f), _CMP_GT_OQ));
+    return _mm256_blendv_ps(y, x, isnan_mask(x));
+}
+
+AVX2 static inline v8f vtanh(v8f x)
+{
+    v8f t = vabs(x);
+    /* |x| < 0.625: x + x^3 P(x^2) */
+    v8f s = _mm256_mul_ps(x, x);
+    v8f p = K(-5.704990372470878e-3f);
+    p = _mm256_fmadd_ps(p, s, K(2.063909061959666e-2f));
+    p = _mm256_fmadd_ps(p, s, K(-5.373971626606085e-2f));
+    p = _mm256_fmadd_ps(p, s, K(1.3331442214843386e-1f));
+    p = _mm256_fmadd_ps(p, s, K(-3.333328194277489e-1f));
+    v8f small = vcopysign(_mm256_fmadd_ps(_mm256_mul_ps(p, s), x, x), x);   /* tanh(-0) = -0 */
+    /* above: 1 - 2 / (e^(2|x|) + 1) */
+    v8f e = vexp(_mm256_add_ps(_mm256_min_ps(t, K(10.0f)), _mm256_min_ps(t, K(10.0f))));
+    v8f big = vcopysign(_mm256_sub_ps(K(1.0f), _mm256_div_ps(K(2.0f), _mm256_add_ps(e, K(1.0f)))), x);
+    v8f y = _mm256_blendv_ps(small, big, _mm256_cmp_ps(t, K(0.625f), _CMP_GE_OQ));
+    return _mm256_blendv_ps(y, x, isnan_mask(x));
+}
+
+#define FOR_LANES(i, n)                                                         \
+    for (int64_t i = 0, rem_ = (n); rem_ > 0; i += 8, rem_ -= 8)
+/* inside FOR_LANES: the number of valid lanes from i (>= 8 means all) */
+#define REM rem_
+
+#define MAP(name, fn)                                                           \
+    AVX2 void name(const float *x, float *y, int64_t n)                         \
+    {                                                                           \
+        FOR_LANES(i, n) {                                                       \
+            __m256i m = tail_mask(REM < 8 ? REM : 8);                           \
+            st(y + i, fn(ld(x + i, REM, m)), REM, m);                           \
+        }                                                                       \
+    }
+MAP(tg__vec_exp, vexp)
+MAP(tg__vec_erf, verf)
+MAP(tg__vec_tanh, vtanh)
+
+/* ---- softmax ---- */
+
+/* forward: z = scale x, m = max z (NaN entries skipped, as the portable
+ * `if (z > m)`), e = exp(z - m), y = e / sum e. An all -inf row has m = -inf
+ * and z - m = NaN: a NaN row; a NaN or +inf entry makes the sum NaN: a NaN row. */
+AVX2 void tg__vec_softmax_row(const float *x, float *y, int64_t n, float scale)
+{
+    v8f vs = K(scale), vm = K(-INFINITY);
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f z = _mm256_mul_ps(ld_fill(x + i, REM, m, -INFINITY), vs);
+        vm = _mm256_max_ps(z, vm);   /* a NaN z gives vm back */
+    }
+    v8f mx = K(hmax(vm));
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f e = vexp(_mm256_sub_ps(_mm256_mul_ps(ld(x + i, REM, m), vs), mx));
+        if (REM < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(m));
+        st(y + i, e, REM, m);
+        s0 = _mm256_add_pd(s0, lo_d(e));
+        s1 = _mm256_add_pd(s1, hi_d(e));
+    }
+    v4d r = _mm256_set1_pd(1.0 / hsum_d(_mm256_add_pd(s0, s1)));
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f e = ld(y + i, REM, m);
+        st(y + i, from_d(_mm256_mul_pd(lo_d(e), r), _mm256_mul_pd(hi_d(e), r)), REM, m);
+    }
+}
+
+/* backward: dx += scale * y * (dy - sum(dy y)), in double as the portable one */
+AVX2 void tg__vec_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n,
+                                       float scale)
+{
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f a = ld(y + i, REM, m), b = ld(dy + i, REM, m);
+        s0 = _mm256_fmadd_pd(lo_d(a), lo_d(b), s0);
+        s1 = _mm256_fmadd_pd(hi_d(a), hi_d(b), s1);
+    }
+    v4d dot = _mm256_set1_pd(hsum_d(_mm256_add_pd(s0, s1))), sc = _mm256_set1_pd(scale);
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f a = ld(y + i, REM, m), b = ld(dy + i, REM, m);
+        v4d lo = _mm256_mul_pd(sc, _mm256_mul_pd(lo_d(a), _mm256_sub_pd(lo_d(b), dot)));
+        v4d hi = _mm256_mul_pd(sc, _mm256_mul_pd(hi_d(a), _mm256_sub_pd(hi_d(b), dot)));
+        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), from_d(lo, hi)), REM, m);
+    }
+}
+
+/* forward: y = (x - m) - log(sum exp(x - m)), the subtraction of the log in double */
+AVX2 void tg__vec_log_softmax_row(const float *x, float *y, int64_t n)
+{
+    v8f vm = K(-INFINITY);
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        vm = _mm256_max_ps(ld_fill(x + i, REM, m, -INFINITY), vm);
+    }
+    v8f mx = K(hmax(vm));
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f e = vexp(_mm256_sub_ps(ld(x + i, REM, m), mx));
+        if (REM < 8) e = _mm256_and_ps(e, _mm256_castsi256_ps(m));
+        s0 = _mm256_add_pd(s0, lo_d(e));
+        s1 = _mm256_add_pd(s1, hi_d(e));
+    }
+    v4d lse = _mm256_set1_pd(log(hsum_d(_mm256_add_pd(s0, s1))));
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f d = _mm256_sub_ps(ld(x + i, REM, m), mx);
+        st(y + i, from_d(_mm256_sub_pd(lo_d(d), lse), _mm256_sub_pd(hi_d(d), lse)), REM, m);
+    }
+}
+
+/* backward: dx += dy - exp(y) * sum(dy) */
+AVX2 void tg__vec_log_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n)
+{
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f b = ld(dy + i, REM, m);
+        s0 = _mm256_add_pd(s0, lo_d(b));
+        s1 = _mm256_add_pd(s1, hi_d(b));
+    }
+    v4d sdy = _mm256_set1_pd(hsum_d(_mm256_add_pd(s0, s1)));
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f e = vexp(ld(y + i, REM, m)), b = ld(dy + i, REM, m);
+        v4d lo = _mm256_sub_pd(lo_d(b), _mm256_mul_pd(lo_d(e), sdy));
+        v4d hi = _mm256_sub_pd(hi_d(b), _mm256_mul_pd(hi_d(e), sdy));
+        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), from_d(lo, hi)), REM, m);
+    }
+}
+
+/* ---- layer norm ---- */
+
+/* forward: mean and var in double (two passes), then in float, in the
+ * portable kernel's order: xh = (x - m) * r; xh *= gamma; y = xh + beta */
+AVX2 void tg__vec_ln_row(const float *x, float *y, const float *gamma, const float *beta, int64_t N,
+                         double eps, double *mean_out, double *rstd_out)
+{
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    FOR_LANES(i, N) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f a = ld(x + i, REM, m);   /* zeros past the end */
+        s0 = _mm256_add_pd(s0, lo_d(a));
+        s1 = _mm256_add_pd(s1, hi_d(a));
+    }
+    double mean = hsum_d(_mm256_add_pd(s0, s1)) / (double)N;
+    v4d vmean = _mm256_set1_pd(mean);
+    s0 = s1 = _mm256_setzero_pd();
+    FOR_LANES(i, N) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f a = ld(x + i, REM, m);
+        v4d d0 = _mm256_sub_pd(lo_d(a), vmean), d1 = _mm256_sub_pd(hi_d(a), vmean);
+        if (REM < 8) {   /* the lanes past the end would add mean^2: zero them */
+            __m256i m0 = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m));
+            __m256i m1 = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1));
+            d0 = _mm256_and_pd(d0, _mm256_castsi256_pd(m0));
+            d1 = _mm256_and_pd(d1, _mm256_castsi256_pd(m1));
+        }
+        s0 = _mm256_fmadd_pd(d0, d0, s0);
+        s1 = _mm256_fmadd_pd(d1, d1, s1);
+    }
+    double rstd = 1.0 / sqrt(hsum_d(_mm256_add_pd(s0, s1)) / (double)N + eps);
+    *mean_out = mean;
+    *rstd_out = rstd;
+    v8f vm = K((float)mean), vr = K((float)rstd);
+    FOR_LANES(i, N) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f xh = _mm256_mul_ps(_mm256_sub_ps(ld(x + i, REM, m), vm), vr);
+        if (gamma) xh = _mm256_mul_ps(xh, ld(gamma + i, REM, m));
+        if (beta) xh = _mm256_add_ps(xh, ld(beta + i, REM, m));
+        st(y + i, xh, REM, m);
+    }
+}
+
+/* backward: g = dy * gamma, xh = (x - m) * r;
+ *   dx += r * (g - mean(g) - xh * mean(g xh))   (the means in double) */
+AVX2 void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const float *gamma,
+                                  int64_t N, double mean, double rstd)
+{
+    v8f vm = K((float)mean), vr = K((float)rstd);
+    v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    v4d t0 = _mm256_setzero_pd(), t1 = _mm256_setzero_pd();
+    FOR_LANES(i, N) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f g = ld(dy + i, REM, m);   /* zeros past the end: add nothing */
+        if (gamma) g = _mm256_mul_ps(g, ld(gamma + i, REM, m));
+        v8f xh = _mm256_mul_ps(_mm256_sub_ps(ld(x + i, REM, m), vm), vr);
+        s0 = _mm256_add_pd(s0, lo_d(g));
+        s1 = _mm256_add_pd(s1, hi_d(g));
+        t0 = _mm256_fmadd_pd(lo_d(g), lo_d(xh), t0);
+        t1 = _mm256_fmadd_pd(hi_d(g), hi_d(xh), t1);
+    }
+    v8f mg = K((float)(hsum_d(_mm256_add_pd(s0, s1)) / (double)N));
+    v8f mgx = K((float)(hsum_d(_mm256_add_pd(t0, t1)) / (double)N));
+    FOR_LANES(i, N) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f g = ld(dy + i, REM, m);
+        if (gamma) g = _mm256_mul_ps(g, ld(gamma + i, REM, m));
+        v8f xh = _mm256_mul_ps(_mm256_sub_ps(ld(x + i, REM, m), vm), vr);
+        v8f d = _mm256_mul_ps(vr, _mm256_sub_ps(_mm256_sub_ps(g, mg), _mm256_mul_ps(xh, mgx)));
+        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), d), REM, m);
+    }
+}
+
+/* dgamma / dbeta accumulation, one row: the portable arithmetic, 4 columns at a time */
+AVX2 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
+                               double *acc_g, double *acc_b, int64_t n)
+{
+    v4d vm = _mm256_set1_pd(mean), vr = _mm256_set1_pd(rstd);
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4d d = _mm256_cvtps_pd(_mm_loadu_ps(dy + j)), a = _mm256_cvtps_pd(_mm_loadu_ps(x + j));
+        v4d xh = _mm256_mul_pd(_mm256_sub_pd(a, vm), vr);
+        _mm256_storeu_pd(acc_g + j, _mm256_add_pd(_mm256_loadu_pd(acc_g + j), _mm256_mul_pd(d, xh)));
+        _mm256_storeu_pd(acc_b + j, _mm256_add_pd(_mm256_loadu_pd(acc_b + j), d));
+    }
+    for (; j < n; j++) {
+        acc_g[j] += (double)dy[j] * (((double)x[j] - mean) * rstd);
+        acc_b[j] += dy[j];
+    }
+}
+
+/* ---- GELU ---- */
+
+#define GELU_SQRT1_2 0.70710678118654752440f        /* 1/sqrt(2) */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794f   /* 1/sqrt(2 pi) */
+#define GELU_K_TANH 0.79788456080286535588f         /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+/* forward, the portable kernel's formulas and order:
+ *   none: y = x * 0.5 * (1 + erf(x / sqrt 2))
+ *   tanh: y = 0.5 * x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+AVX2 void tg__vec_gelu(const float *x, float *y, int64_t n, bool tanh_form)
+{
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f v = ld(x + i, REM, m), r;
+        if (tanh_form) {
+            v8f v3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(GELU_C), v), v), v);
+            v8f u = _mm256_mul_ps(K(GELU_K_TANH), _mm256_add_ps(v, v3));
+            r = _mm256_mul_ps(_mm256_mul_ps(K(0.5f), v), _mm256_add_ps(K(1.0f), vtanh(u)));
+        } else {
+            v8f e = verf(_mm256_mul_ps(v, K(GELU_SQRT1_2)));
+            r = _mm256_mul_ps(_mm256_mul_ps(v, K(0.5f)), _mm256_add_ps(K(1.0f), e));
+        }
+        st(y + i, r, REM, m);
+    }
+}
+
+/* backward, dx += dy * y'(x):
+ *   none: y' = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+ *   tanh: y' = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2) */
+AVX2 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int64_t n,
+                                bool tanh_form)
+{
+    FOR_LANES(i, n) {
+        __m256i m = tail_mask(REM < 8 ? REM : 8);
+        v8f v = ld(x + i, REM, m), d;
+        if (tanh_form) {
+            v8f v3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(GELU_C), v), v), v);
+            v8f t = vtanh(_mm256_mul_ps(K(GELU_K_TANH), _mm256_add_ps(v, v3)));
+            v8f du = _mm256_mul_ps(K(GELU_K_TANH),
+                                   _mm256_add_ps(K(1.0f), _mm256_mul_ps(_mm256_mul_ps(K(3 * GELU_C), v), v)));
+            v8f a = _mm256_mul_ps(K(0.5f), _mm256_add_ps(K(1.0f), t));
+            v8f b = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(0.5f), v),
+                                                _mm256_sub_ps(K(1.0f), _mm256_mul_ps(t, t))), du);
+            d = _mm256_add_ps(a, b);
+        } else {
+            v8f cdf = _mm256_mul_ps(K(0.5f), _mm256_add_ps(K(1.0f), verf(_mm256_mul_ps(v, K(GELU_SQRT1_2)))));
+            v8f pdf = _mm256_mul_ps(vexp(_mm256_mul_ps(_mm256_mul_ps(K(-0.5f), v), v)), K(GELU_INV_SQRT_2PI));
+            d = _mm256_add_ps(cdf, _mm256_mul_ps(v, pdf));
+        }
+        v8f g = ld(dy + i, REM, m);
+        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), _mm256_mul_ps(g, d)), REM, m);
+    }
+}
+
+#endif /* TG_VEC */

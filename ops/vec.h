@@ -1,0 +1,90 @@
+/*
+ * vec.h - library-private vectorised float32 kernels for the row-wise ops
+ * (softmax, log_softmax, layer_norm, GELU) and the vector maths they need
+ * (exp, erf, tanh). Not installed, not exported from libtgraph.so (tg__).
+ *
+ * The op files keep their portable generic kernels (engine/generic.h, F32 and
+ * F64) as the reference; for F32 with contiguous rows they call the routines
+ * below instead when tg__vec_on() says so. The routines are AVX2 + FMA,
+ * chosen at run time with __builtin_cpu_supports; setting the environment
+ * variable TG_NO_SIMD=1 (read once) or calling tg__vec_set(0) forces the
+ * portable path everywhere, for tests and benchmarks that compare the two.
+ *
+ * Accuracy (checked by tests/test_vec.c): exp within 2 ulp of libm expf over
+ * the whole float range, with exp(-inf) = 0, exp(+inf) = +inf, exp(NaN) = NaN,
+ * subnormal results and overflow as expf; erf within about 1e-7 absolute of
+ * erf(); tanh within a few ulp. The row kernels accumulate their sums in
+ * double, as the portable ones do, and follow the same NaN / inf rules: an
+ * all -inf softmax row (every entry masked) is a NaN row, as in PyTorch.
+ *
+ * Not here: F64 (stays portable), strided rows (softmax over a non-last dim
+ * keeps the portable path), AVX-512.
+ */
+#ifndef TG_VEC_H
+#define TG_VEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TG_VEC: the vector routines exist (x86-64 with GCC or clang); elsewhere
+ * only the switch below does, and tg__vec_on() is always false. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TG_VEC 1
+#else
+#define TG_VEC 0
+#endif
+
+/* True when the vector routines are in use: the CPU has AVX2 and FMA, and
+ * neither TG_NO_SIMD (non-empty, not "0") nor tg__vec_set(0) turned them off. */
+bool tg__vec_on(void);
+/* mode 0: portable path everywhere; 1: vector path (false, and nothing
+ * changes, if the CPU lacks AVX2/FMA); -1: back to the automatic choice.
+ * Not thread-safe against kernels running at the same time. */
+bool tg__vec_set(int mode);
+/* The CPU has what the vector path needs (whatever the switch says). */
+bool tg__vec_supported(void);
+
+#if TG_VEC
+/* The vector maths, elementwise over n floats (y may alias x). Callable only
+ * when tg__vec_supported(). */
+void tg__vec_exp(const float *x, float *y, int64_t n);
+void tg__vec_erf(const float *x, float *y, int64_t n);
+void tg__vec_tanh(const float *x, float *y, int64_t n);
+
+/* ---- row kernels; all rows contiguous, n >= 1 ---- */
+
+/* y = softmax(scale * x) over one row of n */
+void tg__vec_softmax_row(const float *x, float *y, int64_t n, float scale);
+/* dx += scale * y * (dy - sum(dy * y)) */
+void tg__vec_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n,
+                                  float scale);
+/* y = x - max - log(sum(exp(x - max))) */
+void tg__vec_log_softmax_row(const float *x, float *y, int64_t n);
+/* dx += dy - exp(y) * sum(dy) */
+void tg__vec_log_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n);
+
+/* layer norm of one row of N: y = (x - mean) * rstd * gamma + beta (gamma,
+ * beta may be NULL); *mean, *rstd get the saved statistics */
+void tg__vec_ln_row(const float *x, float *y, const float *gamma, const float *beta, int64_t N,
+                    double eps, double *mean, double *rstd);
+/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma */
+void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const float *gamma,
+                             int64_t N, double mean, double rstd);
+/* acc_g[j] += dy[j] * (x[j] - mean) * rstd,  acc_b[j] += dy[j]  (double) for j in [0, n) */
+void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
+                          double *acc_g, double *acc_b, int64_t n);
+
+/* GELU over n elements, exact (erf) or tanh form: y = gelu(x); dx += dy * gelu'(x) */
+void tg__vec_gelu(const float *x, float *y, int64_t n, bool tanh_form);
+void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int64_t n,
+                           bool tanh_form);
+#endif /* TG_VEC */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
