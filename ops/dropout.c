@@ -3,30 +3,45 @@
  *
  * The mode is decided at each forward from tg_graph_training() and p, and
  * remembered for the backward (so the backward always matches the forward
- * that ran): COPY (eval, or p = 0), ZERO (p = 1) or MASK. The mask is drawn
- * serially from the graph RNG (one uniform per element, in element order, so
- * it does not depend on the thread count); applying it is parallel.
- * PyTorch's bit stream is not reproduced, only the distribution.
+ * that ran): COPY (eval, or p = 0), ZERO (p = 1) or MASK. In MASK mode each
+ * forward takes one 64-bit key from the graph RNG and element i is kept when
+ * the top 32 bits of a hash of (key, i) are at least p * 2^32: a counter-based
+ * stream, so the mask is drawn in the same parallel pass that applies it and
+ * does not depend on the thread count. Keep probability is 1 - p to within
+ * 2^-32. PyTorch's bit stream is not reproduced, only the distribution.
  */
 #ifdef TG_KERNELS
 #include "generic.h"
 
-typedef struct TG_F(drop_ctx) { tg_node *n; int mode; TG_T scale; } TG_F(drop_ctx);
+typedef struct TG_F(drop_ctx) {
+    tg_node *n;
+    int      mode;
+    TG_T     scale;
+    uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
+} TG_F(drop_ctx);
 
-/* forward: y = x * keep * scale  (COPY: y = x;  ZERO: y = x * 0) */
+/* forward: y = x * keep * scale, drawing keep  (COPY: y = x;  ZERO: y = x * 0) */
 static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(drop_ctx) *c = vctx;
     const TG_T *x = c->n->in[0]->value.data;     /* [numel] */
-    const uint8_t *keep = c->n->buf[0].data;     /* [numel] */
+    uint8_t *keep = c->n->buf[0].data;           /* [numel] */
     TG_T *y = c->n->value.data;                  /* [numel] */
+    const TG_T scale = c->scale;
     (void)tid;
-    for (int64_t i = begin; i < end; i++) {
-        switch (c->mode) {
-        case DROP_COPY: y[i] = x[i]; break;
-        case DROP_ZERO: y[i] = x[i] * (TG_T)0; break;
-        default:        y[i] = x[i] * (keep[i] ? c->scale : (TG_T)0); break;
+    switch (c->mode) {
+    case DROP_COPY:
+        for (int64_t i = begin; i < end; i++) y[i] = x[i];
+        break;
+    case DROP_ZERO:
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] * (TG_T)0;
+        break;
+    default:
+        for (int64_t i = begin; i < end; i++) {
+            keep[i] = drop_bits(c->key, i) >= c->threshold;
+            y[i] = x[i] * (keep[i] ? scale : (TG_T)0);
         }
+        break;
     }
 }
 
@@ -37,31 +52,48 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *dy = c->n->grad.data;            /* [numel] */
     const uint8_t *keep = c->n->buf[0].data;     /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
+    const TG_T scale = c->scale;
     (void)tid;
-    for (int64_t i = begin; i < end; i++) {
-        switch (c->mode) {
-        case DROP_COPY: dx[i] += dy[i]; break;
-        case DROP_ZERO: dx[i] += dy[i] * (TG_T)0; break;
-        default:        dx[i] += dy[i] * (keep[i] ? c->scale : (TG_T)0); break;
-        }
+    switch (c->mode) {
+    case DROP_COPY:
+        for (int64_t i = begin; i < end; i++) dx[i] += dy[i];
+        break;
+    case DROP_ZERO:
+        for (int64_t i = begin; i < end; i++) dx[i] += dy[i] * (TG_T)0;
+        break;
+    default:
+        for (int64_t i = begin; i < end; i++) dx[i] += dy[i] * (keep[i] ? scale : (TG_T)0);
+        break;
     }
 }
 
-static void TG_F(drop_run)(tg_node *n, int mode, double scale, bool backward)
+static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
+                           uint64_t threshold, bool backward)
 {
-    TG_F(drop_ctx) c = {n, mode, (TG_T)scale};
+    TG_F(drop_ctx) c = {n, mode, (TG_T)scale, key, threshold};
     tg_parallel_for(n->value.numel, 16384,
                     backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
 }
 
 #else /* ---------------------------------------------------- the op proper */
 
+#include <math.h>
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "dropout.h"
 
 enum { DROP_COPY, DROP_ZERO, DROP_MASK };
+
+/* 32 uniform bits for element i of the mask with this key (splitmix64's
+ * finaliser over key + i * golden ratio: a bijection of the counter) */
+static inline uint64_t drop_bits(uint64_t key, int64_t i)
+{
+    uint64_t z = key + (uint64_t)i * 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (z ^ (z >> 31)) >> 32;
+}
 
 #define TG_KERNELS 32
 #include "dropout.c"
@@ -74,30 +106,30 @@ typedef struct {
     double p;
     double scale;  /* 1 / (1 - p); 0 for p = 1 */
     int    mode;   /* set by each forward, read by the backward that follows */
+    uint64_t threshold;   /* p * 2^32, rounded up: a draw below it is dropped */
 } drop_attr;
 
 static tg_status drop_forward(tg_node *n)
 {
     drop_attr *a = n->attr;
+    uint64_t key = 0;
     if (!tg_graph_training(n->graph) || a->p == 0) {
         a->mode = DROP_COPY;
     } else if (a->p == 1) {
         a->mode = DROP_ZERO;
     } else {
-        /* keep ~ Bernoulli(1 - p): u in [0, 1) is kept when u >= p */
+        /* keep ~ Bernoulli(1 - p), drawn with the apply */
         a->mode = DROP_MASK;
-        tg_rng *r = tg_graph_rng(n->graph);
-        uint8_t *keep = n->buf[0].data;   /* [numel] */
-        for (int64_t i = 0; i < n->buf[0].numel; i++) keep[i] = tg_rng_uniform(r) >= a->p;
+        key = tg_rng_next(tg_graph_rng(n->graph));
     }
-    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, false);
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, key, a->threshold, false);
     return TG_OK;
 }
 
 static tg_status drop_backward(tg_node *n)
 {
     const drop_attr *a = n->attr;
-    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, true);
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, 0, 0, true);
     return TG_OK;
 }
 
@@ -122,6 +154,7 @@ tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
     if (!at) return NULL;
     at->p = p;
     at->scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+    at->threshold = (uint64_t)ceil(p * 4294967296.0);   /* in [0, 2^32] */
     /* the keep mask, [x.shape], 0/1 */
     if (tg_node_buffer(n, TG_BOOL, v->rank, v->shape) < 0) return NULL;
     return n;

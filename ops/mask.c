@@ -28,14 +28,20 @@ static void TG_F(fill_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         TG_T *y = Y + it.off[0];
         const TG_T *x = X + it.off[1];
         const unsigned char *m = M + it.off[2];
-        for (int64_t i = 0; i < inner; i++) y[i] = m[i * ms] ? v : x[i * xs];
+        if (xs == 1 && ms == 1) {   /* the common case, contiguous rows: vectorises */
+            for (int64_t i = 0; i < inner; i++) y[i] = m[i] ? v : x[i];
+        } else {
+            for (int64_t i = 0; i < inner; i++) y[i] = m[i * ms] ? v : x[i * xs];
+        }
     }
 }
 
 /* backward, rows [begin, end):
  *   dx += dy where the mask is 0 (summed over broadcast copies of x)
- *   dvalue += sum of dy where the mask is 1 (returned, in double) */
-static double TG_F(fill_backward_rows)(const fill_ctx *c, int64_t begin, int64_t end, TG_T *DX)
+ *   dvalue += sum of dy where the mask is 1 (returned, in double; only summed
+ *   when track_dv) */
+static double TG_F(fill_backward_rows)(const fill_ctx *c, int64_t begin, int64_t end, TG_T *DX,
+                                       bool track_dv)
 {
     const tg_node *n = c->n;
     const unsigned char *M = n->in[1]->value.data;
@@ -48,6 +54,10 @@ static double TG_F(fill_backward_rows)(const fill_ctx *c, int64_t begin, int64_t
         const TG_T *dy = DY + it.off[0];
         const unsigned char *m = M + it.off[2];
         TG_T *dx = DX ? DX + it.off[1] : NULL;
+        if (dx && !track_dv && xs == 1 && ms == 1) {   /* contiguous, no dvalue: vectorises */
+            for (int64_t i = 0; i < inner; i++) dx[i] += m[i] ? (TG_T)0 : dy[i];
+            continue;
+        }
         for (int64_t i = 0; i < inner; i++) {
             if (m[i * ms]) dv += dy[i];
             else if (dx) dx[i * xs] += dy[i];
@@ -60,7 +70,7 @@ static void TG_F(fill_backward_range)(void *vctx, int64_t begin, int64_t end, in
 {
     const fill_ctx *c = vctx;
     (void)tid;
-    TG_F(fill_backward_rows)(c, begin, end, c->n->in[0]->grad.data);
+    TG_F(fill_backward_rows)(c, begin, end, c->n->in[0]->grad.data, false);
 }
 
 /* the whole backward: rows in parallel when x is not broadcast (each dx
@@ -73,7 +83,8 @@ static void TG_F(fill_backward)(fill_ctx *c)
         tg_parallel_for(c->rows, 1 + 16384 / (c->inner + 1), TG_F(fill_backward_range), c);
         return;
     }
-    double dv = TG_F(fill_backward_rows)(c, 0, c->rows, x->requires_grad ? x->grad.data : NULL);
+    double dv = TG_F(fill_backward_rows)(c, 0, c->rows, x->requires_grad ? x->grad.data : NULL,
+                                         dval);
     if (dval) *(TG_T *)val->grad.data += (TG_T)dv;
 }
 
