@@ -82,6 +82,30 @@ Test(dropout, same_seed_same_mask_new_mask_each_forward)
     tg_graph_free(c.g);
 }
 
+/* The mask is a function of (seed, element): 1 and 2 threads draw the same one,
+ * and neighbouring elements are not correlated (the counter-based stream). */
+Test(dropout, mask_independent_of_threads)
+{
+    int before = tg_threads_get();
+    float *y[2];
+    for (int t = 1; t <= 2; t++) {
+        cr_assert(tg_threads_set(t) == TG_OK);
+        drop_graph d = make(TG_F32, N_BIG, 0.5, true, 77);
+        cr_assert(tg_graph_forward(d.g) == TG_OK);
+        y[t - 1] = copy_out(d.y);
+        tg_graph_free(d.g);
+    }
+    cr_assert(tg_threads_set(before) == TG_OK);
+    cr_expect(memcmp(y[0], y[1], N_BIG * sizeof(float)) == 0, "the mask depends on the threads");
+    /* P(both of a pair kept) = 1/4 for independent draws */
+    int64_t both = 0;
+    for (int64_t i = 0; i + 1 < N_BIG; i += 2) both += y[0][i] != 0 && y[0][i + 1] != 0;
+    double frac = (double)both / (N_BIG / 2), sd = sqrt(0.25 * 0.75 / (N_BIG / 2));
+    cr_expect(fabs(frac - 0.25) < 5 * sd, "pairs kept together: %.4f", frac);
+    free(y[0]);
+    free(y[1]);
+}
+
 /* dx = dy * keep / (1-p) with the keep of the forward that ran before. */
 Test(dropout, gradient_uses_the_forward_mask)
 {
