@@ -5,7 +5,9 @@
  * never a full sort:
  * - k <= TOPK_SMALL (64; attention uses k = 32 of n = 256): a sorted buffer
  *   of the k best so far on the stack; most elements fail one integer
- *   comparison with the buffer's last, the rest are inserted from the back.
+ *   comparison with the buffer's last, the rest are inserted from the back
+ *   (float64), or, in float32, appended branch-free to a candidate list that
+ *   is sorted and merged in when full (key and index packed in one uint64).
  * - larger k: a binary heap of k entries kept in the output row (root = the
  *   worst kept), O(n log k), then a heap sort when `sorted`.
  * Measured (one thread, float32, ns per row; full qsort per row for scale):
@@ -138,6 +140,72 @@ static void TG_F(topk_row_small)(const TG_T *x, int64_t n, int64_t xs, TG_T *v, 
     }
 }
 
+#if TG_KERNELS == 32
+/* float32, k <= TOPK_SMALL: the rank key and the complemented index packed
+ * into one uint64 (key high, ~index low), so the rank order is the integer
+ * order and every entry is distinct. The k best so far stay sorted in buf;
+ * later entries that beat the k-th best are appended to cand without a
+ * branch, and a full cand is sorted and merged into buf, raising the bar.
+ * For random data few entries pass the bar, so a row costs about n
+ * branch-free steps plus a few small sorts. */
+static void topk_sort_desc(uint64_t *a, int64_t m)
+{
+    for (int64_t i = 1; i < m; i++) {
+        uint64_t e = a[i];
+        int64_t p = i;
+        for (; p > 0 && a[p - 1] < e; p--) a[p] = a[p - 1];
+        a[p] = e;
+    }
+}
+
+/* buf[0..k) = the k largest of buf[0..k) and cand[0..c), descending */
+static void topk_merge(uint64_t *buf, int64_t k, uint64_t *cand, int64_t c)
+{
+    uint64_t out[TOPK_SMALL];
+    topk_sort_desc(cand, c);
+    int64_t i = 0, j = 0;
+    for (int64_t o = 0; o < k; o++) out[o] = (j >= c || buf[i] > cand[j]) ? buf[i++] : cand[j++];
+    memcpy(buf, out, (size_t)k * sizeof *buf);
+}
+
+static void topk_row_packed_f32(const float *x, int64_t n, int64_t xs, float *v, int64_t *ix,
+                                int64_t k, int64_t os, bool largest)
+{
+    uint64_t buf[TOPK_SMALL], cand[TOPK_SMALL];
+#define PACK(j) (((uint64_t)rank_key_f32(x[(j) * xs], largest) << 32) | (uint32_t)~(uint32_t)(j))
+    for (int64_t j = 0; j < k; j++) buf[j] = PACK(j);
+    topk_sort_desc(buf, k);
+    uint64_t bar = buf[k - 1];
+    int64_t c = 0;
+    for (int64_t j = k; j < n; j++) {
+        uint64_t p = PACK(j);
+        cand[c] = p;
+        c += p > bar;
+        if (c == k) {
+            topk_merge(buf, k, cand, c);
+            c = 0;
+            bar = buf[k - 1];
+        }
+    }
+#undef PACK
+    if (c) topk_merge(buf, k, cand, c);
+    for (int64_t j = 0; j < k; j++) {
+        int64_t i = (uint32_t)~(uint32_t)buf[j];
+        v[j * os] = x[i * xs];
+        ix[j * os] = i;
+    }
+}
+#endif
+
+#if TG_KERNELS == 32
+#define topk_row_fast_f32 topk_row_packed_f32
+#define TOPK_PACKED(n) ((n) <= (int64_t)UINT32_MAX)
+#else
+#define topk_row_fast_f64 topk_row_small_f64
+#undef TOPK_PACKED
+#define TOPK_PACKED(n) false
+#endif
+
 /* rows [begin, end): forward selects; backward does dx[o, ix[j], i] += dv[o, j, i] */
 static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
@@ -152,7 +220,9 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
-            if (k <= TOPK_SMALL)
+            if (k <= TOPK_SMALL && TOPK_PACKED(n))
+                TG_F(topk_row_fast)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+            else if (k <= TOPK_SMALL)
                 TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
             else
                 TG_F(topk_row_heap)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest, a->sorted);

@@ -56,20 +56,38 @@ ParameterizedTestParameters(topk, gradcheck)
 }
 ParameterizedTest(int *i, topk, gradcheck) { sel_gradcheck(&cases[*i]); }
 
-/* Run topk on a 1-d float vector; return values and indices in caller arrays. */
+/* Run topk on a 1-d vector in float64; return values and indices in caller
+ * arrays. The same vector in float32 (every test value is exact in float)
+ * must give the same indices: float32 rows of k <= 64 take their own path. */
 static void topk_1d(const double *x, int n, int64_t k, bool largest, bool sorted, double *v,
                     int64_t *ix)
 {
-    tg_graph *g = tg_graph_new(TG_F64);
-    tg_node *in = sel_in(g, 1, (int64_t[]){n}), *idx;
-    memcpy(tg_node_value(in)->data, x, (size_t)n * sizeof *x);
-    tg_node *y = tg_topk(g, in, k, 0, largest, sorted, &idx);
-    cr_assert(y && idx, "%s", tg_graph_error(g));
-    cr_assert_eq(tg_node_value(idx)->dtype, TG_I64);
-    cr_assert(tg_graph_forward(g) == TG_OK, "%s", tg_last_error());
-    memcpy(v, tg_node_value(y)->data, (size_t)k * sizeof *v);
-    memcpy(ix, tg_node_value(idx)->data, (size_t)k * sizeof *ix);
-    tg_graph_free(g);
+    for (int f32 = 0; f32 < 2; f32++) {
+        tg_graph *g = tg_graph_new(f32 ? TG_F32 : TG_F64);
+        tg_node *idx, *in = tg_input(g, "x", f32 ? TG_F32 : TG_F64, 1, (int64_t[]){n});
+        cr_assert(in);
+        for (int i = 0; i < n; i++) {
+            if (f32) ((float *)tg_node_value(in)->data)[i] = (float)x[i];
+            else ((double *)tg_node_value(in)->data)[i] = x[i];
+        }
+        tg_node *y = tg_topk(g, in, k, 0, largest, sorted, &idx);
+        cr_assert(y && idx, "%s", tg_graph_error(g));
+        cr_assert_eq(tg_node_value(idx)->dtype, TG_I64);
+        cr_assert(tg_graph_forward(g) == TG_OK, "%s", tg_last_error());
+        const int64_t *I = tg_node_value(idx)->data;
+        if (!f32) {
+            memcpy(v, tg_node_value(y)->data, (size_t)k * sizeof *v);
+            memcpy(ix, I, (size_t)k * sizeof *ix);
+        } else {
+            const float *V = tg_node_value(y)->data;
+            for (int64_t j = 0; j < k; j++) {
+                cr_assert_eq(I[j], ix[j], "float32: pick %ld is index %ld, float64 says %ld",
+                             (long)j, (long)I[j], (long)ix[j]);
+                cr_assert(V[j] == (float)v[j] || (isnan(V[j]) && isnan(v[j])));
+            }
+        }
+        tg_graph_free(g);
+    }
 }
 
 /* Ties: the lower index ranks first, for both directions (documented in topk.h). */
@@ -213,7 +231,8 @@ Test(topk, both_paths_match_the_rule_on_ties_and_nan)
         }
 }
 
-/* Both paths along a strided dim: x [N, 3] with three copies of a row along dim 0. */
+/* Both paths along a strided dim, float64 and float32: x [N, 3] with three
+ * copies of a row along dim 0. */
 Test(topk, both_paths_strided_dim)
 {
     enum { N = 200 };
@@ -226,21 +245,27 @@ Test(topk, both_paths_strided_dim)
     qsort(order, N, sizeof *order, ref_cmp);
     const int64_t ks[] = {7, 64, 65, 150};
     for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
-        tg_graph *g = tg_graph_new(TG_F64);
-        tg_node *in = sel_in(g, 2, (int64_t[]){N, 3}), *ixn;
-        double *d = tg_node_value(in)->data;
-        for (int i = 0; i < N; i++) d[3 * i] = d[3 * i + 1] = d[3 * i + 2] = x[i];
+      for (int f32 = 0; f32 < 2; f32++) {
+        tg_graph *g = tg_graph_new(f32 ? TG_F32 : TG_F64);
+        tg_node *in = tg_input(g, "x", f32 ? TG_F32 : TG_F64, 2, (int64_t[]){N, 3}), *ixn;
+        cr_assert(in);
+        for (int i = 0; i < 3 * N; i++) {
+            if (f32) ((float *)tg_node_value(in)->data)[i] = (float)x[i / 3];
+            else ((double *)tg_node_value(in)->data)[i] = x[i / 3];
+        }
         tg_node *y = tg_topk(g, in, ks[t], 0, false, true, &ixn);
         cr_assert(y && tg_graph_forward(g) == TG_OK);
         const int64_t *ix = tg_node_value(ixn)->data;
-        const double *v = tg_node_value(y)->data;
         for (int64_t j = 0; j < ks[t]; j++)
             for (int c = 0; c < 3; c++) {
-                cr_assert_eq(ix[3 * j + c], order[j], "k=%ld pick %ld column %d", (long)ks[t],
-                             (long)j, c);
-                cr_assert_eq(v[3 * j + c], x[order[j]]);
+                cr_assert_eq(ix[3 * j + c], order[j], "%s k=%ld pick %ld column %d",
+                             f32 ? "float32" : "float64", (long)ks[t], (long)j, c);
+                double vj = f32 ? ((const float *)tg_node_value(y)->data)[3 * j + c]
+                                : ((const double *)tg_node_value(y)->data)[3 * j + c];
+                cr_assert_eq(vj, x[order[j]]);
             }
         tg_graph_free(g);
+      }
     }
 }
 
