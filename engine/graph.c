@@ -463,6 +463,12 @@ void tg_graph_set_grad_enabled(tg_graph *g, bool enabled)
     g->grad_enabled = enabled;
 }
 
+void tg_graph_set_share_values(tg_graph *g, bool on)
+{
+    if (g->share_values != on) g->planned = false;
+    g->share_values = on;
+}
+
 void tg_node_keep(tg_node *n)
 {
     if (!n || n->keep) return;

@@ -132,6 +132,16 @@ void tg_graph_set_check_finite(tg_graph *g, bool on);
  * readable after forward. Set before the first run. */
 void tg_graph_set_grad_enabled(tg_graph *g, bool enabled);
 
+/* Training memory (off by default): with gradients on, let an intermediate
+ * value share memory once nothing can read it any more: after its last
+ * forward consumer, or after the backward that reads it (each op declares
+ * whether its backward reads its output and its inputs: TG_OP_BWD_NO_OUTPUT,
+ * TG_OP_BWD_NO_INPUTS in op.h). The cost: only outputs and kept nodes are
+ * readable after forward, and each forward supports one backward pass (from
+ * any one output); a second backward after the same forward may read
+ * overwritten values. Set before the first run. tgraph train and bench use it. */
+void tg_graph_set_share_values(tg_graph *g, bool on);
+
 /* Keep n's value readable after forward even where memory is shared (an
  * intermediate result you want to look at, e.g. attention weights). */
 void tg_node_keep(tg_node *n);

@@ -30,6 +30,7 @@ struct tg_graph {
 
     bool       training, check_finite;
     bool       grad_enabled;   /* false: forward-only, values share memory by lifetime */
+    bool       share_values;   /* with gradients: values go after the backward that reads them */
     tg_rng     rng;
 
     /* the plan (planner.c) */

@@ -41,6 +41,12 @@ enum tg_op_flags {
     /* The output is input 0's buffer reinterpreted (a reshape): no forward or
      * backward work; value and grad alias input 0's. */
     TG_OP_VIEW = 1u << 0,
+    /* The backward reads no value of the node's own (it may read saved
+     * buffers and its inputs' values): with gradients on, the planner lets
+     * the value's memory go after its last forward consumer. */
+    TG_OP_BWD_NO_OUTPUT = 1u << 1,
+    /* The backward reads no input's value (only the output's, buffers, grads). */
+    TG_OP_BWD_NO_INPUTS = 1u << 2,
 };
 
 typedef struct tg_op {

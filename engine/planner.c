@@ -7,8 +7,12 @@
  * Time runs over forward (node i at t = i) then backward (node i at
  * t = 2N - i). Lifetimes, per alias group (a node and the views of it, which
  * share its memory):
- * - values: [i, last consumer] when gradients are off (forward-only graphs);
- *   with gradients on they live to the end, since backward may read them.
+ * - values: [i, last consumer] when gradients are off (forward-only graphs).
+ *   With gradients on they live to the end (backward may run more than once),
+ *   unless tg_graph_set_share_values: then to the last backward that reads them: node j's
+ *   own (t = 2N - j) unless its op says TG_OP_BWD_NO_OUTPUT, and each
+ *   consumer j's unless its op says TG_OP_BWD_NO_INPUTS (an op without these
+ *   flags keeps its values and its inputs' to its backward).
  *   Kept nodes (tg_node_keep) and nodes nothing consumes live to the end.
  * - gradients of op nodes: from the first consumer's backward to the node's
  *   own backward; input leaves' gradients live to the end (users read them).
@@ -128,8 +132,9 @@ tg_status tg_graph_plan(tg_graph *g)
     if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer) goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */
+    const bool lean = !g->grad_enabled || g->share_values;
     for (int i = 0; i < N; i++) {
-        last_use[i] = g->grad_enabled ? END : i;
+        last_use[i] = lean ? i : END;
         first_grad[i] = -1;
         consumers[i] = 0;
     }
@@ -139,9 +144,16 @@ tg_status tg_graph_plan(tg_graph *g)
         tg_node *n = g->nodes[i];
         int r = root_of(n)->id;
         if (consumers[i] == 0 || n->keep) last_use[r] = END;   /* an output, or kept */
+        /* does n's backward run and read its own value / its inputs'? */
+        bool bwd = g->grad_enabled && n->kind == TG_NODE_OP && !is_view(n) && n->requires_grad;
+        int64_t t_bwd = 2 * (int64_t)N - i;
+        if (bwd && !(n->op->flags & TG_OP_BWD_NO_OUTPUT) && last_use[r] < t_bwd)
+            last_use[r] = t_bwd;
+        bool reads_in = bwd && !(n->op->flags & TG_OP_BWD_NO_INPUTS);
         for (int k = 0; k < n->n_in; k++) {
             int a = root_of(n->in[k])->id;
             if (last_use[a] < i) last_use[a] = i;
+            if (reads_in && last_use[a] < t_bwd) last_use[a] = t_bwd;
             /* n's backward writes into its inputs' grads: the group's grad is born then */
             int64_t t = 2 * (int64_t)N - i;
             if (first_grad[a] < 0 || t < first_grad[a]) first_grad[a] = t;

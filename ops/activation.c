@@ -142,7 +142,8 @@ static void gelu_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_gelu = {.name = "gelu", .forward = gelu_forward,
-                              .backward = gelu_backward, .describe = gelu_describe};
+                              .backward = gelu_backward, .describe = gelu_describe,
+                              .flags = TG_OP_BWD_NO_OUTPUT};
 
 tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx)
 {

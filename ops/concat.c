@@ -140,7 +140,7 @@ static void cat_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_cat = {.name = "cat", .forward = cat_forward, .backward = cat_backward,
-                             .describe = cat_describe};
+                             .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 
 tg_node *tg_concat(tg_graph *g, int n, tg_node *const *xs, int64_t dim)
 {
@@ -248,7 +248,8 @@ static void slice_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_slice = {.name = "slice", .forward = take_forward,
-                               .backward = take_backward, .describe = slice_describe};
+                               .backward = take_backward, .describe = slice_describe,
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static void index_select_describe(const tg_node *n, char *buf, size_t len)
 {
     snprintf(buf, len, "dim=%d", ((const take_attr *)n->attr)->dim);
@@ -256,7 +257,8 @@ static void index_select_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_index_select = {.name = "index_select", .forward = take_forward,
                                       .backward = take_backward,
-                                      .describe = index_select_describe};
+                                      .describe = index_select_describe,
+                                      .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the index */
 
 /* the slice [start, stop) with step on a dim already checked; start/stop in [0, size] */
 static tg_node *make_slice(tg_graph *g, tg_node *x, int d, int64_t start, int64_t stop,

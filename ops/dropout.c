@@ -139,7 +139,8 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
-                                 .backward = drop_backward, .describe = drop_describe};
+                                 .backward = drop_backward, .describe = drop_describe,
+                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 
 tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
 {

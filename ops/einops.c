@@ -381,14 +381,17 @@ static void einops_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_rearrange = {.name = "rearrange", .forward = rearrange_forward,
-                                   .backward = rearrange_backward, .describe = einops_describe};
+                                   .backward = rearrange_backward, .describe = einops_describe,
+                                   .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static const tg_op op_repeat = {.name = "repeat", .forward = rearrange_forward,
-                                .backward = repeat_backward, .describe = einops_describe};
+                                .backward = repeat_backward, .describe = einops_describe,
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static const tg_op op_reduce = {.name = "reduce", .forward = reduce_forward,
-                                .backward = reduce_backward, .describe = einops_describe};
+                                .backward = reduce_backward, .describe = einops_describe,
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static const tg_op op_reduce_arg = {.name = "reduce", .forward = reduce_forward,
                                     .backward = reduce_backward, .describe = einops_describe,
-                                    .kinks = reduce_kinks};
+                                    .kinks = reduce_kinks, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 /* When no element moves: the same ops as views. */
 static const tg_op op_rearrange_view = {.name = "rearrange", .describe = einops_describe,
                                         .flags = TG_OP_VIEW};

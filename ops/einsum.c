@@ -252,7 +252,8 @@ static void einsum_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_einsum = {.name = "einsum", .forward = einsum_forward,
-                                .backward = einsum_backward, .describe = einsum_describe};
+                                .backward = einsum_backward, .describe = einsum_describe,
+                                .flags = TG_OP_BWD_NO_OUTPUT};
 
 /* =============================================================== planning */
 

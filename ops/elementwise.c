@@ -161,9 +161,13 @@ static tg_status binary_backward(tg_node *n)
     return TG_OK;
 }
 
-static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward};
-static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward};
-static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward};
+/* add and sub: dx = dy, no value read; mul reads its inputs */
+static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT};
 static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward};
 
 static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
@@ -222,8 +226,10 @@ static uint64_t relu_kinks(const tg_node *n)
 
 #define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward}
 static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
-                               .backward = unary_backward, .describe = scale_describe};
-static const tg_op op_neg = UNARY_OP(neg);
+                               .backward = unary_backward, .describe = scale_describe,
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static const tg_op op_exp = UNARY_OP(exp);
 static const tg_op op_log = UNARY_OP(log);
 static const tg_op op_sqrt = UNARY_OP(sqrt);

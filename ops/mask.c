@@ -140,7 +140,8 @@ static void fill_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_masked_fill = {.name = "masked_fill", .forward = fill_forward,
-                                     .backward = fill_backward, .describe = fill_describe};
+                                     .backward = fill_backward, .describe = fill_describe,
+                                     .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the mask */
 
 static tg_node *build(tg_graph *g, tg_node *x, tg_node *mask, bool tensor_value, tg_node *value,
                       double v)

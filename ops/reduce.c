@@ -114,9 +114,11 @@ static void reduce_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_sum = {.name = "sum", .forward = reduce_forward,
-                             .backward = reduce_backward, .describe = reduce_describe};
+                             .backward = reduce_backward, .describe = reduce_describe,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 static const tg_op op_mean = {.name = "mean", .forward = reduce_forward,
-                              .backward = reduce_backward, .describe = reduce_describe};
+                              .backward = reduce_backward, .describe = reduce_describe,
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 
 static tg_node *reduce(tg_graph *g, const tg_op *op, tg_node *x, const int64_t *dims, int n_dims,
                        bool keepdim)

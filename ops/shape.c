@@ -120,7 +120,8 @@ static void permute_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
-                                 .backward = permute_backward, .describe = permute_describe};
+                                 .backward = permute_backward, .describe = permute_describe,
+                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
 
 tg_node *tg_permute(tg_graph *g, tg_node *x, const int *perm)
 {

@@ -174,10 +174,11 @@ static void softmax_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_softmax = {.name = "softmax", .forward = softmax_forward,
-                                 .backward = softmax_backward, .describe = softmax_describe};
+                                 .backward = softmax_backward, .describe = softmax_describe,
+                                 .flags = TG_OP_BWD_NO_INPUTS};   /* reads y only */
 static const tg_op op_log_softmax = {.name = "log_softmax", .forward = softmax_forward,
                                      .backward = softmax_backward,
-                                     .describe = softmax_describe};
+                                     .describe = softmax_describe, .flags = TG_OP_BWD_NO_INPUTS};
 
 static tg_node *build(tg_graph *g, const tg_op *op, tg_node *x, int dim, double scale, bool log)
 {

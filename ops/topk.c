@@ -299,7 +299,8 @@ static uint64_t topk_kinks(const tg_node *n)
 }
 
 static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
-                              .describe = topk_describe, .kinks = topk_kinks};
+                              .describe = topk_describe, .kinks = topk_kinks,
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};   /* the saved indices */
 
 /* indices node: a copy of the values node's saved indices */
 static tg_status topk_indices_forward(tg_node *n)

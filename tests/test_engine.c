@@ -492,6 +492,40 @@ Test(planner, forward_only_graphs_reuse_values)
     }
 }
 
+/* tg_graph_set_share_values: a training graph whose values go once the
+ * backward that reads them has run. Same loss and gradient as the default
+ * plan, in less memory: add and scale read no values in their backward, so
+ * of the 4 values per step only square's input stays to the backward. */
+Test(planner, shared_values_same_gradients_less_memory)
+{
+    const int64_t n = 4096, depth = 20;
+    size_t bytes[2];
+    double loss[2];
+    float *dx[2];
+    for (int share = 0; share < 2; share++) {
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_graph_set_share_values(g, share);
+        tg_node *x = tg_input(g, "x", TG_F32, 1, &n);
+        cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+        tg_node *y = chain(g, x, (int)depth, NULL);
+        tt_randn((tg_tensor *)tg_node_value(x), 5);
+        cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+        cr_assert_eq(tg_graph_backward(g, y, NULL), TG_OK, "%s", tg_last_error());
+        bytes[share] = tg_graph_planned_bytes(g);
+        loss[share] = tg_tensor_get(tg_node_value(y), 0);
+        dx[share] = malloc((size_t)n * sizeof(float));
+        memcpy(dx[share], tg_node_grad(x)->data, (size_t)n * sizeof(float));
+        tg_graph_free(g);
+    }
+    cr_expect_eq(loss[0], loss[1]);
+    cr_expect(memcmp(dx[0], dx[1], (size_t)n * sizeof(float)) == 0, "gradients differ");
+    size_t one = (size_t)n * sizeof(float);
+    cr_expect_leq(bytes[1] + (size_t)(2 * depth) * one, bytes[0],
+                  "shared plan %zu bytes, default %zu", bytes[1], bytes[0]);
+    free(dx[0]);
+    free(dx[1]);
+}
+
 Test(planner, kept_values_survive_reuse)
 {
     const int64_t n = 256;

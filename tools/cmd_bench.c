@@ -127,6 +127,7 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
     /* the training graph: dropout on; a layer without parameters (full_attention)
      * differentiates its inputs instead, so backward has work to do */
     tg_graph_set_training(c.g, true);
+    tg_graph_set_share_values(c.g, true);   /* as tgraph train: one backward per forward */
     bool no_params = tg_params_count(c.ps) == 0;
     for (int i = 0; i < c.n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c.layer, i);

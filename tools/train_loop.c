@@ -123,6 +123,7 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     /* training graph */
     if (!(m->gt = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_training(m->gt, true);
+    tg_graph_set_share_values(m->gt, true);   /* one backward per forward */
     m->x = tg_input(m->gt, "x", TG_F32, 3, in->shape);
     tg_layer_outputs out;
     if (tg_layer_build(m->layer, m->gt, (tg_node *const[]){m->x}, &out))
@@ -137,6 +138,7 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     m->pred_len = yv->shape[1];
     m->y = tg_input(m->gt, "y", TG_F32, 3, yv->shape);
     m->loss = tg_mse_loss(m->gt, m->pred, m->y, TG_REDUCTION_MEAN);
+    tg_node_keep(m->pred);
     if (tg_graph_error(m->gt)) return tg_cli_fail(cmd, "%s", tg_graph_error(m->gt));
 
     /* evaluation graph: forward only, dropout off, same parameters */
