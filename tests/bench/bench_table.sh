@@ -31,7 +31,11 @@ attn_layer_512|attention_layer|B=8 L=512 S=512 d_model=256 n_heads=8 mask_flag=t
 axial_med|axial|shape=[8,32,32,64] dim=64 heads=8
 assa_topk_med|assa_topk|B=16 N=256 embed_dim=128 num_heads=4 k=32
 crossformer_small|crossformer|B=32 enc_in=7 seq_len=96 pred_len=24 d_model=64 n_heads=4 d_ff=128 e_layers=2 factor=3
-gemm512|gemm|512'
+gemm512|gemm|512 512 512
+gemm_tsa_large_ff|gemm|10752 512 256
+gemm_tsa_large_proj|gemm|10752 256 256
+gemm_attn_proj|gemm|4096 256 256
+gemm_crossformer|gemm|7168 64 64'
 ALL_NAMES=$(printf '%s\n' "$CONFIGS" | cut -d'|' -f1 | tr '\n' ' ' | sed 's/ $//')
 
 fail() { echo "bench_table: $*" >&2; exit 2; }
@@ -70,16 +74,17 @@ for line in $(printf '%s\n' "$CONFIGS" | tr ' ' '~'); do
     if [ "$layer" = gemm ]; then
         for t in 1 2; do
             # shellcheck disable=SC2086
-            tg=$("$TGRAPH" bench gemm --m $cfg --n $cfg --k $cfg --threads $t --min-time "$MIN_TIME") ||
-                { errors=1; tg=; }
+            set -- $cfg   # M N K
+            tg=$("$TGRAPH" bench gemm --m "$1" --n "$2" --k "$3" --threads $t \
+                 --min-time "$MIN_TIME") || { errors=1; tg=; }
             th=missing
             if [ $have_torch = yes ]; then
-                th=$("$PYTHON" "$TORCH_BENCH" gemm --m $cfg --n $cfg --k $cfg --threads $t \
+                th=$("$PYTHON" "$TORCH_BENCH" gemm --m "$1" --n "$2" --k "$3" --threads $t \
                      --min-time "$MIN_TIME") || { errors=1; th=; }
             fi
             tgf=$(field "$tg" gflops); thf=missing
             [ "$th" = missing ] || thf=$(field "$th" gflops)
-            gemm_rows="$gemm_rows| ${cfg}^3 | $t | $tgf | $thf | $(ratio "$tgf" "$thf") |
+            gemm_rows="$gemm_rows| $name: $1 x $2 x $3 | $t | $tgf | $thf | $(ratio "$tgf" "$thf") |
 "
         done
         continue
@@ -114,6 +119,11 @@ if [ $have_torch = no ]; then
 else
     blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)
     echo "PyTorch $("$PYTHON" -c 'import torch; print(torch.__version__)'), BLAS: ${blas:-unknown}"
+    case "$blas" in
+        */openblas*|*/blis*|*/mkl*) ;;
+        *) echo "warning: PyTorch uses ${blas:-an unknown BLAS}, not OpenBLAS: a slow baseline" \
+                "(apt-get install libopenblas0-pthread makes it Debian's default)" ;;
+    esac
 fi
 if [ -n "$layer_rows" ]; then
     echo
@@ -123,7 +133,7 @@ if [ -n "$layer_rows" ]; then
 fi
 if [ -n "$gemm_rows" ]; then
     echo
-    echo "| gemm F32 | threads | tgraph GFLOPS | torch GFLOPS | tgraph / torch |"
+    echo "| gemm F32 (M x N x K) | threads | tgraph GFLOPS | torch GFLOPS | tgraph / torch |"
     echo "|---|---|---|---|---|"
     printf '%s' "$gemm_rows"
 fi
