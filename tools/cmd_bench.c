@@ -154,6 +154,21 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
         goto done;
     }
 
+    step_ctx s = {.c = &c, .dy = dy, .opt = opt};
+    tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
+                       .clock = CLOCK_MONOTONIC};
+    tg_bench_result train, inf;
+    int st = tg_bench_time(train_step, &s, &o, &train);
+    if (st) {
+        rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
+        goto done;
+    }
+    /* the training graph's memory goes before the inference graph is built, as
+     * in a process that trains and then serves: the peak RSS is the larger of
+     * the two phases, not their sum (PyTorch frees its autograd buffers too) */
+    tg_graph_free(c.g);
+    c.g = NULL;
+
     /* the inference graph: same layer and parameters, no gradients, eval mode */
     tg_node *in[TG_MAX_LAYER_INPUTS];
     tg_layer_outputs out;
@@ -175,12 +190,8 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
         goto done;
     }
 
-    step_ctx s = {.c = &c, .dy = dy, .opt = opt, .infer = infer};
-    tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
-                       .clock = CLOCK_MONOTONIC};
-    tg_bench_result train, inf;
-    int st = tg_bench_time(train_step, &s, &o, &train);
-    if (!st) st = tg_bench_time(infer_step, &s, &o, &inf);
+    s.infer = infer;
+    st = tg_bench_time(infer_step, &s, &o, &inf);
     if (st) {
         rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
         goto done;
