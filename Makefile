@@ -153,8 +153,8 @@ bench: $(TOOL)
 
 # ---- row kernels: portable vs AVX2, side by side (ROWS_ARGS: see tests/bench/rows_bench.c) ----
 ROWS_ARGS ?=
-$(BUILD)/rows-bench: tests/bench/rows_bench.c $(LIB_A)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS)
+$(BUILD)/rows-bench: tests/bench/rows_bench.c $(BUILD)/tools/bench_time.o $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(BUILD)/tools/bench_time.o $(LIB_A) $(LDLIBS)
 
 bench-rows: $(BUILD)/rows-bench
 	$(BUILD)/rows-bench $(ROWS_ARGS)

@@ -19,18 +19,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "tgraph.h"
 #include "threads.h"
 #include "vec.h"
 
 static double seconds = 0.5;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now_s(void) { return tg_bench_now(CLOCK_MONOTONIC); }
 
 static int cmp_double(const void *a, const void *b)
 {
