@@ -197,15 +197,6 @@ static void topk_row_packed_f32(const float *x, int64_t n, int64_t xs, float *v,
 }
 #endif
 
-#if TG_KERNELS == 32
-#define topk_row_fast_f32 topk_row_packed_f32
-#define TOPK_PACKED(n) ((n) <= (int64_t)UINT32_MAX)
-#else
-#define topk_row_fast_f64 topk_row_small_f64
-#undef TOPK_PACKED
-#define TOPK_PACKED(n) false
-#endif
-
 /* rows [begin, end): forward selects; backward does dx[o, ix[j], i] += dv[o, j, i] */
 static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
@@ -220,9 +211,12 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
-            if (k <= TOPK_SMALL && TOPK_PACKED(n))
-                TG_F(topk_row_fast)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
-            else if (k <= TOPK_SMALL)
+#if TG_KERNELS == 32
+            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
+                topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+            else
+#endif
+            if (k <= TOPK_SMALL)
                 TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
             else
                 TG_F(topk_row_heap)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest, a->sorted);
