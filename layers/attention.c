@@ -7,6 +7,10 @@
  *   scores.masked_fill_(attn_mask, -inf)              # if mask_flag
  *   A = dropout(softmax(scale * scores, dim=-1))
  *   V = einsum("bhls,bshd->blhd", A, values)
+ *
+ * When A is not returned (output_attention false) and the mask is the causal
+ * one or none, the four steps are one tg_sdpa node (ops/sdpa.h): the same
+ * maths and the same dropout stream, without storing the [B, H, L, S] weights.
  */
 #include <math.h>
 #include <stddef.h>
@@ -40,19 +44,21 @@ tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const
                              k->rank, tg_node_value(values)->rank);
     const int64_t B = q->shape[0], L = q->shape[1], S = k->shape[1], E = q->shape[3];
     const double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)E);   /* scale or 1/sqrt(E) */
+    if (c->mask_flag && !attn_mask && L != S)
+        return tg_graph_fail(g, "full_attention: the causal mask (TriangularCausalMask) is "
+                             "[B, 1, L, L], so it needs L == S; got L=%lld, S=%lld",
+                             (long long)L, (long long)S);
     if (tg_scope_push(g, name)) return NULL;
+    if (!attn_mask && !c->output_attention) {
+        /* A is not wanted: the same maths in one op that never stores it */
+        tg_node *V = tg_sdpa(g, queries, keys, values, c->mask_flag, scale, c->attention_dropout);
+        tg_scope_pop(g);
+        return V;
+    }
 
     tg_node *scores = tg_einsum(g, "blhe,bshe->bhls", 2, (tg_node *[]){queries, keys}); /* [B,H,L,S] */
     if (c->mask_flag) {
-        if (!attn_mask) {
-            if (L != S) {
-                tg_scope_pop(g);
-                return tg_graph_fail(g, "full_attention: the causal mask (TriangularCausalMask) "
-                                     "is [B, 1, L, L], so it needs L == S; got L=%lld, S=%lld",
-                                     (long long)L, (long long)S);
-            }
-            attn_mask = tg_causal_mask(g, B, L);                        /* [B, 1, L, L] */
-        }
+        if (!attn_mask) attn_mask = tg_causal_mask(g, B, L);          /* [B, 1, L, L] */
         scores = tg_masked_fill(g, scores, attn_mask, -INFINITY);
     }
     tg_node *A = tg_dropout(g, tg_softmax_scaled(g, scores, -1, scale), c->attention_dropout);

@@ -38,7 +38,7 @@ static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int
         break;
     default:
         for (int64_t i = begin; i < end; i++) {
-            keep[i] = drop_bits(c->key, i) >= c->threshold;
+            keep[i] = tg__drop_bits(c->key, i) >= c->threshold;
             y[i] = x[i] * (keep[i] ? scale : (TG_T)0);
         }
         break;
@@ -84,16 +84,6 @@ static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
 #include "dropout.h"
 
 enum { DROP_COPY, DROP_ZERO, DROP_MASK };
-
-/* 32 uniform bits for element i of the mask with this key (splitmix64's
- * finaliser over key + i * golden ratio: a bijection of the counter) */
-static inline uint64_t drop_bits(uint64_t key, int64_t i)
-{
-    uint64_t z = key + (uint64_t)i * 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return (z ^ (z >> 31)) >> 32;
-}
 
 #define TG_KERNELS 32
 #include "dropout.c"

@@ -20,6 +20,7 @@
 #include "reduce.h"
 #include "scatter.h"
 #include "shape.h"
+#include "sdpa.h"
 #include "softmax.h"
 #include "topk.h"
 

@@ -86,4 +86,18 @@ bool tg__want_float(tg_graph *g, const char *op, const tg_node *x, const char *w
 /* Sum dy (shape out) into dx (a shape that broadcasts to out): dx += sum_to(dy). */
 void tg__sum_to_acc(tg_dtype dt, const tg_tensor *dy, tg_tensor *dx, double scale);
 
+
+/* ---- dropout's random stream (tg_dropout, tg_sdpa) ---- */
+
+/* 32 uniform bits for element i of a dropout mask with this key (splitmix64's
+ * finaliser over key + i * golden ratio: a bijection of the counter). Element
+ * i is kept when the bits are at least ceil(p * 2^32). */
+static inline uint64_t tg__drop_bits(uint64_t key, int64_t i)
+{
+    uint64_t z = key + (uint64_t)i * 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return (z ^ (z >> 31)) >> 32;
+}
+
 #endif

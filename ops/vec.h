@@ -59,6 +59,13 @@ void tg__vec_tanh(const float *x, float *y, int64_t n);
 
 /* y = softmax(scale * x) over one row of n */
 void tg__vec_softmax_row(const float *x, float *y, int64_t n, float scale);
+/* The same, with its statistics: *max = max(scale * x) and *rsum = 1 / sum
+ * exp(scale * x - max) come out (given false) or go in (given true: y is
+ * rebuilt bit for bit as the call that made them made it) */
+void tg__vec_softmax_row_stats(const float *x, float *y, int64_t n, float scale, float *max,
+                               double *rsum, bool given);
+/* sum x * y over n, in double */
+double tg__vec_dot(const float *x, const float *y, int64_t n);
 /* dx += scale * y * (dy - sum(dy * y)) */
 void tg__vec_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n,
                                   float scale);
@@ -66,6 +73,20 @@ void tg__vec_softmax_row_backward(const float *y, const float *dy, float *dx, in
 void tg__vec_log_softmax_row(const float *x, float *y, int64_t n);
 /* dx += dy - exp(y) * sum(dy) */
 void tg__vec_log_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n);
+
+/* C[M, N] = alpha * A B + beta * C (beta == 0: C not read) for short rows:
+ * A(i, p) = A[i * rs_a + p * cs_a], B row-major [K, N] (ldb), C row-major
+ * (ldc). Plain FMA chains with no packing: for the fused attention's heads of
+ * at most 64, where a packing GEMM spends more on set-up than on the product. */
+void tg__vec_gemm_small(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float beta,
+                        float *C, int64_t ldc);
+
+/* C[M, N] = alpha * A B^T + beta * C (beta == 0: C not read), A [M, K] and
+ * B [N, K] row-major: dot products over contiguous depth, for the same heads. */
+void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                           int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                           int64_t ldc);
 
 /* layer norm of one row of N: y = (x - mean) * rstd * gamma + beta (gamma,
  * beta may be NULL); *mean, *rstd get the saved statistics */

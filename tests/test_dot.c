@@ -104,7 +104,8 @@ Test(dot, same_graph_same_bytes)
 
 Test(dot, collapse_keeps_edge_shapes_consistent)
 {
-    built b = build("attention_layer", NULL, 0);
+    /* output_attention: the unfused einsum / softmax / dropout / einsum chain */
+    built b = build("attention_layer", (const char *[]){"output_attention=true"}, 1);
     tg_dot_opts o = {.depth = 2};
     char *t = dot_text(b.g, &o);
     /* depth 2: the projections and inner_attention become boxes inside attention_layer */

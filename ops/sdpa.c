@@ -1,0 +1,375 @@
+/*
+ * sdpa.c - scaled dot-product attention in one op (see sdpa.h).
+ *
+ * Work is cut per head: item (b, h) sees Q, K, V and y as strided matrices
+ * (row stride H * E or H * D) and runs blocks of up to rb query rows:
+ *
+ *   forward   S = Q_blk K^T;  per row: m = max(scale * s), e = exp(scale * s - m),
+ *             r = 1 / sum e, P = e * r  (stats (m, r) saved);  Pd = dropout(P);
+ *             y_blk = Pd V
+ *   backward  P rebuilt from (m, r) exactly as the forward made it;
+ *             dV += Pd^T dy_blk;  dPd = dy_blk V^T;
+ *             dS = P * (dPd * keep / (1 - p) - D),  D_i = dy_i . y_i
+ *             dQ_blk += scale * dS K;  dK += scale * dS^T Q_blk
+ *
+ * (D_i = sum_j dP_ij P_ij because y = Pd V; this is the FlashAttention
+ * backward.) With the causal mask a block of rows [i0, i1) needs only the
+ * first i1 columns, and entries s > l are exact zeros of P.
+ *
+ * Scratch: two rb x S blocks per slot. The forward's items are (b, h, row
+ * block), the backward's (b, h) (dK and dV of a head are summed over all its
+ * rows); each is run by one of `slots` workers taking every slots-th item,
+ * and a slot owns its scratch, so no two threads share a block.
+ */
+#ifdef TG_KERNELS
+#include "generic.h"
+
+/* p[j] = e_j * r with e_j = exp(scale * s[j] - m), j < n (p may be s). The
+ * forward and the backward both make P with this, so they agree bit for bit. */
+static void TG_F(sdpa_exp)(const TG_T *s, TG_T *p, int64_t n, TG_T scale, TG_T m, bool vec)
+{
+    for (int64_t j = 0; j < n; j++) p[j] = scale * s[j] - m;
+#if TG_KERNELS == 32 && TG_VEC
+    if (vec) {
+        tg__vec_exp(p, p, n);
+        return;
+    }
+#else
+    (void)vec;
+#endif
+    for (int64_t j = 0; j < n; j++) p[j] = TG_M(exp)(p[j]);
+}
+
+/* keep / (1 - p) for entry j of row `row` (0 when dropped; 1 without dropout) */
+static inline TG_T TG_F(sdpa_keep)(const sdpa_ctx *c, int64_t row, int64_t j)
+{
+    if (c->mode == SDPA_COPY) return 1;
+    if (c->mode == SDPA_ZERO) return 0;
+    return tg__drop_bits(c->key, row * c->S + j) >= c->threshold ? (TG_T)c->dscale : 0;
+}
+
+/* Pd = P * keep / (1 - p) over a row of n, in place (ZERO: P * 0, NaN stays NaN) */
+static void TG_F(sdpa_drop_row)(const sdpa_ctx *c, TG_T *p, int64_t row, int64_t n)
+{
+    if (c->mode == SDPA_COPY) return;
+    for (int64_t j = 0; j < n; j++) p[j] *= TG_F(sdpa_keep)(c, row, j);
+}
+
+/* The head (b, h) of a [B, T, H, W] tensor: its first row, row stride H * W. */
+#define HEAD(ptr, T_, W_) ((ptr) + (b * (T_) * c->H + h) * (W_))
+
+/* C = alpha op(A) op(B) + beta C. Short heads (c->small: F32 with the vector
+ * kernels) skip the packing GEMM: A B^T (Q K^T, dy V^T: depth contiguous in
+ * both) as dot products, the others (A or A^T times B) as FMA rows. */
+static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                          TG_T alpha, const TG_T *A, int64_t lda, const TG_T *B, int64_t ldb,
+                          TG_T beta, TG_T *C, int64_t ldc)
+{
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->small && tb && !ta) {
+        tg__vec_gemm_nt_small(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (c->small && !tb) {
+        tg__vec_gemm_small(M, N, K, alpha, A, ta ? 1 : lda, ta ? lda : 1, B, ldb, beta, C, ldc);
+        return;
+    }
+#else
+    (void)c;
+#endif
+    TG_F(tg_gemm)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* rows [i0, i0 + rows) of head bh: S = Q K^T into p (row stride ncols), then
+ * P (stats from st, or computed into st when make_stats) */
+static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t rows,
+                             int64_t ncols, TG_T *p, double *st, bool make_stats)
+{
+    const tg_node *n = c->n;
+    const int64_t b = bh / c->H, h = bh % c->H, E = c->E, HE = c->H * E;
+    const TG_T *q = HEAD((const TG_T *)n->in[0]->value.data, c->L, E) + i0 * HE;
+    const TG_T *k = HEAD((const TG_T *)n->in[1]->value.data, c->S, E);
+    const TG_T scale = (TG_T)c->scale;
+    TG_F(sdpa_mm)(c, false, true, rows, ncols, E, 1, q, HE, k, HE, 0, p, ncols);
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols;   /* valid columns */
+        TG_T *row = p + r * ncols;
+        double *sr = st + 2 * (bh * c->L + i);
+#if TG_KERNELS == 32 && TG_VEC
+        if (c->vec) {
+            float mf = (float)sr[0];
+            tg__vec_softmax_row_stats(row, row, nv, scale, &mf, &sr[1], !make_stats);
+            sr[0] = mf;
+            for (int64_t j = nv; j < ncols; j++) row[j] = 0;
+            continue;
+        }
+#endif
+        TG_T m;
+        if (make_stats) {
+            m = -INFINITY;
+            for (int64_t j = 0; j < nv; j++) {
+                TG_T z = scale * row[j];
+                if (z > m) m = z;
+            }
+        } else {
+            m = (TG_T)sr[0];
+        }
+        TG_F(sdpa_exp)(row, row, nv, scale, m, c->vec);
+        double rs;
+        if (make_stats) {
+            double sum = 0;
+            for (int64_t j = 0; j < nv; j++) sum += row[j];
+            rs = 1.0 / sum;
+            sr[0] = m;
+            sr[1] = rs;
+        } else {
+            rs = sr[1];
+        }
+        for (int64_t j = 0; j < nv; j++) row[j] = (TG_T)(row[j] * rs);
+        for (int64_t j = nv; j < ncols; j++) row[j] = 0;   /* masked: exactly 0 */
+    }
+}
+
+static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p)
+{
+    const tg_node *n = c->n;
+    const int64_t bh = item / c->nblk, i0 = (item % c->nblk) * c->rb;
+    const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
+    const int64_t ncols = c->causal ? i0 + rows : c->S;
+    const int64_t b = bh / c->H, h = bh % c->H, D = c->D, HD = c->H * D;
+    TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, true);
+    for (int64_t r = 0; r < rows; r++) TG_F(sdpa_drop_row)(c, p + r * ncols, bh * c->L + i0 + r,
+                                                           ncols);
+    const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
+    TG_T *y = HEAD((TG_T *)n->value.data, c->L, D) + i0 * HD;
+    TG_F(sdpa_mm)(c, false, false, rows, D, ncols, 1, p, ncols, v, HD, 0, y, HD);
+}
+
+static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_T *t)
+{
+    const tg_node *n = c->n;
+    const int64_t b = bh / c->H, h = bh % c->H, E = c->E, D = c->D, HE = c->H * E,
+                  HD = c->H * D;
+    const TG_T *q = HEAD((const TG_T *)n->in[0]->value.data, c->L, E);
+    const TG_T *k = HEAD((const TG_T *)n->in[1]->value.data, c->S, E);
+    const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
+    const TG_T *y = HEAD((const TG_T *)n->value.data, c->L, D);
+    const TG_T *dy = HEAD((const TG_T *)n->grad.data, c->L, D);
+    TG_T *dq = c->gq ? HEAD((TG_T *)n->in[0]->grad.data, c->L, E) : NULL;
+    TG_T *dk = c->gk ? HEAD((TG_T *)n->in[1]->grad.data, c->S, E) : NULL;
+    TG_T *dv = c->gv ? HEAD((TG_T *)n->in[2]->grad.data, c->S, D) : NULL;
+    const TG_T scale = (TG_T)c->scale;
+    for (int64_t i0 = 0; i0 < c->L; i0 += c->rb) {
+        const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
+        const int64_t ncols = c->causal ? i0 + rows : c->S;
+        TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false);
+        if (dv) {   /* dV += Pd^T dy */
+            const TG_T *pd = p;
+            if (c->mode != SDPA_COPY) {
+                memcpy(t, p, (size_t)(rows * ncols) * sizeof *t);
+                for (int64_t r = 0; r < rows; r++)
+                    TG_F(sdpa_drop_row)(c, t + r * ncols, bh * c->L + i0 + r, ncols);
+                pd = t;
+            }
+            TG_F(sdpa_mm)(c, true, false, ncols, D, rows, 1, pd, ncols, dy + i0 * HD, HD, 1, dv,
+                          HD);
+        }
+        if (!dq && !dk) continue;
+        /* t = dPd = dy V^T, then dS = P * (dPd * keep / (1 - p) - D) */
+        TG_F(sdpa_mm)(c, false, true, rows, ncols, D, 1, dy + i0 * HD, HD, v, HD, 0, t, ncols);
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols, row = bh * c->L + i;
+            const TG_T *yi = y + i * HD, *dyi = dy + i * HD;
+            double dot = 0;
+#if TG_KERNELS == 32 && TG_VEC
+            if (c->vec) dot = tg__vec_dot(dyi, yi, D);
+            else
+#endif
+            for (int64_t d = 0; d < D; d++) dot += (double)dyi[d] * yi[d];
+            TG_T *tr = t + r * ncols;
+            const TG_T *pr = p + r * ncols;
+            for (int64_t j = 0; j < nv; j++)
+                tr[j] = (TG_T)(pr[j] * (tr[j] * TG_F(sdpa_keep)(c, row, j) - dot));
+            for (int64_t j = nv; j < ncols; j++) tr[j] = 0;
+        }
+        if (dq)
+            TG_F(sdpa_mm)(c, false, false, rows, E, ncols, scale, t, ncols, k, HE, 1, dq + i0 * HE,
+                          HE);
+        if (dk)
+            TG_F(sdpa_mm)(c, true, false, ncols, E, rows, scale, t, ncols, q + i0 * HE, HE, 1, dk,
+                          HE);
+    }
+}
+#undef HEAD
+
+/* slot s runs items s, s + slots, s + 2 slots, ... with its own scratch */
+static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const sdpa_ctx *c = vctx;
+    (void)tid;
+    for (int64_t s = begin; s < end; s++) {
+        TG_T *p = (TG_T *)((unsigned char *)c->scratch + (size_t)s * c->slot_bytes);
+        TG_T *t = p + c->rb * c->S;   /* [rb, S] each */
+        for (int64_t it = s; it < c->items; it += c->slots) {
+            if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t);
+            else             TG_F(sdpa_forward_item)(c, it, p);
+        }
+    }
+}
+
+#else /* ---------------------------------------------------- the op proper */
+
+#include <stdio.h>
+
+#include "gemm.h"
+#include "ops_internal.h"
+#include "sdpa.h"
+#include "vec.h"
+
+enum { SDPA_COPY, SDPA_ZERO, SDPA_MASK };
+#define SDPA_SMALL 64   /* heads with S, E and D up to this skip the packing GEMM */
+
+typedef struct {
+    int64_t B, L, S, H, E, D;
+    int64_t rb, nblk;        /* query rows per block, blocks per head */
+    int64_t slots;           /* scratch slots (workers) */
+    size_t  slot_bytes;
+    bool    causal;
+    bool    small;           /* S, E, D <= 64: the small vector kernels (F32, when on) */
+    double  scale, p;
+    double  dscale;          /* 1 / (1 - p); 0 for p = 1 */
+    uint64_t threshold;      /* p * 2^32 rounded up (as tg_dropout) */
+    int     mode;            /* set by each forward, read by the backward after it */
+    uint64_t key;            /* MASK: the forward's key */
+} sdpa_attr;
+
+typedef struct {
+    const tg_node *n;
+    int64_t B, L, S, H, E, D, rb, nblk, slots, items;
+    size_t  slot_bytes;
+    void   *scratch;
+    bool    causal, vec, small, backward, gq, gk, gv;
+    double  scale, dscale;
+    int     mode;
+    uint64_t key, threshold;
+} sdpa_ctx;
+
+#define TG_KERNELS 32
+#include "sdpa.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "sdpa.c"
+#undef TG_KERNELS
+
+static void sdpa_run(tg_node *n, bool backward)
+{
+    const sdpa_attr *a = n->attr;
+    sdpa_ctx c = {.n = n, .B = a->B, .L = a->L, .S = a->S, .H = a->H, .E = a->E, .D = a->D,
+                  .rb = a->rb, .nblk = a->nblk, .slot_bytes = a->slot_bytes,
+                  .scratch = tg_graph_scratch(n->graph), .causal = a->causal,
+                  .vec = n->value.dtype == TG_F32 && tg__vec_on(), .backward = backward,
+                  .small = a->small && n->value.dtype == TG_F32 && tg__vec_on(),
+                  .scale = a->scale, .dscale = a->dscale, .mode = a->mode, .key = a->key,
+                  .threshold = a->threshold};
+    if (backward) {
+        c.gq = n->in[0]->requires_grad;
+        c.gk = n->in[1]->requires_grad;
+        c.gv = n->in[2]->requires_grad;
+    }
+    c.items = a->B * a->H * (backward ? 1 : a->nblk);
+    c.slots = a->slots < c.items ? a->slots : c.items;
+    if (c.items == 0 || a->L == 0) return;
+    tg_parallel_for(c.slots, 1, TG_DISPATCH(n->value.dtype, sdpa_slots), &c);
+}
+
+static tg_status sdpa_forward(tg_node *n)
+{
+    sdpa_attr *a = n->attr;
+    a->key = 0;
+    if (!tg_graph_training(n->graph) || a->p == 0) {
+        a->mode = SDPA_COPY;
+    } else if (a->p == 1) {
+        a->mode = SDPA_ZERO;
+    } else {
+        a->mode = SDPA_MASK;
+        a->key = tg_rng_next(tg_graph_rng(n->graph));   /* one draw, as tg_dropout */
+    }
+    if (a->S == 0) {   /* softmax over nothing: y = A V is a sum of no terms */
+        memset(n->value.data, 0, (size_t)n->value.numel * tg_dtype_size(n->value.dtype));
+        return TG_OK;
+    }
+    sdpa_run(n, false);
+    return TG_OK;
+}
+
+static tg_status sdpa_backward(tg_node *n)
+{
+    const sdpa_attr *a = n->attr;
+    if (a->S > 0) sdpa_run(n, true);
+    return TG_OK;
+}
+
+static void sdpa_describe(const tg_node *n, char *buf, size_t len)
+{
+    const sdpa_attr *a = n->attr;
+    snprintf(buf, len, "%sscale=%g p=%g", a->causal ? "causal " : "", a->scale, a->p);
+}
+
+static const tg_op op_sdpa = {.name = "sdpa", .forward = sdpa_forward,
+                              .backward = sdpa_backward, .describe = sdpa_describe};
+
+tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, double scale,
+                 double dropout)
+{
+    tg_node *in[3] = {q, k, v};
+    if (!tg_builder_check(g, "sdpa", 3, in)) return NULL;
+    if (!tg__want_float(g, "sdpa", q, "query") || !tg__want_float(g, "sdpa", k, "key") ||
+        !tg__want_float(g, "sdpa", v, "value"))
+        return NULL;
+    const tg_tensor *qv = &q->value, *kv = &k->value, *vv = &v->value;
+    char sq[96], sk[96], sv[96];
+    TG__SHAPE(qv, sq), TG__SHAPE(kv, sk), TG__SHAPE(vv, sv);
+    if (qv->rank != 4 || kv->rank != 4 || vv->rank != 4)
+        return tg_graph_fail(g, "sdpa: query, key and value must be 4-d [B, L, H, E], [B, S, H, "
+                             "E] and [B, S, H, D]; got %s, %s and %s", sq, sk, sv);
+    const int64_t B = qv->shape[0], L = qv->shape[1], H = qv->shape[2], E = qv->shape[3];
+    const int64_t S = kv->shape[1], D = vv->shape[3];
+    if (kv->shape[0] != B || kv->shape[2] != H || kv->shape[3] != E)
+        return tg_graph_fail(g, "sdpa: key %s must be [B, S, H, E] with B, H and E of query %s",
+                             sk, sq);
+    if (vv->shape[0] != B || vv->shape[1] != S || vv->shape[2] != H)
+        return tg_graph_fail(g, "sdpa: value %s must be [B, S, H, D] with B, S and H of key %s",
+                             sv, sk);
+    if (causal && L != S)
+        return tg_graph_fail(g, "sdpa: the causal mask needs L == S (query length %lld, key "
+                             "length %lld)", (long long)L, (long long)S);
+    if (!isfinite(scale))
+        return tg_graph_fail(g, "sdpa: scale must be finite, got %g", scale);
+    if (!(dropout >= 0 && dropout <= 1))
+        return tg_graph_fail(g, "sdpa: dropout probability has to be between 0 and 1, but got %g",
+                             dropout);
+
+    tg_node *n = tg_node_new(g, &op_sdpa, 3, in, qv->dtype, 4, (int64_t[]){B, L, H, D});
+    sdpa_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    /* blocks of up to 64 query rows, fewer when S is long (a block is rb x S) */
+    int64_t rb = S > 0 ? 32768 / S : 64;
+    rb = rb < 1 ? 1 : rb > 64 ? 64 : rb;
+    if (L > 0 && rb > L) rb = L;
+    const int threads = tg_threads_get();
+    *a = (sdpa_attr){.B = B, .L = L, .S = S, .H = H, .E = E, .D = D, .rb = rb,
+                     .nblk = L > 0 ? (L + rb - 1) / rb : 0,
+                     .slots = threads > 4 ? threads : 4, .causal = causal, .scale = scale,
+                     .p = dropout, .dscale = dropout < 1 ? 1.0 / (1.0 - dropout) : 0.0,
+                     .threshold = (uint64_t)ceil(dropout * 4294967296.0)};
+    /* short heads: the products by the small vector kernels */
+    a->small = S <= SDPA_SMALL && E <= SDPA_SMALL && D <= SDPA_SMALL;
+    size_t sz = tg_dtype_size(qv->dtype);
+    a->slot_bytes = ((size_t)(2 * rb * S) * sz + 63) & ~(size_t)63;
+    tg_node_scratch(n, (size_t)a->slots * a->slot_bytes);
+    /* per query row: the softmax's max and 1 / sum (double), [B, H, L, 2] */
+    if (tg_node_buffer(n, TG_F64, 4, (int64_t[]){B, H, L, 2}) < 0) return NULL;
+    return n;
+}
+
+#endif
