@@ -469,6 +469,12 @@ void tg_graph_set_share_values(tg_graph *g, bool on)
     g->share_values = on;
 }
 
+void tg_graph_set_recompute(tg_graph *g, bool on)
+{
+    if (g->recompute != on) g->planned = false;
+    g->recompute = on;
+}
+
 void tg_node_keep(tg_node *n)
 {
     if (!n || n->keep) return;
@@ -555,6 +561,42 @@ tg_status tg_graph_forward(tg_graph *g)
     return TG_OK;
 }
 
+/* Point r's value and its views' (which alias it) at data. */
+static void set_group_data(tg_graph *g, tg_node *r, void *data)
+{
+    r->value.data = data;
+    for (int j = r->id + 1; j < g->n_nodes; j++)
+        if (is_view(g->nodes[j]) && grad_root(g->nodes[j]) == r) g->nodes[j]->value.data = data;
+}
+
+/* Before n's backward: the values it reads that the plan recomputes
+ * (TG_OP_RECOMPUTE) are made again, once per pass, in their backward buffer. */
+static tg_status recompute_inputs(tg_node *n)
+{
+    tg_graph *g = n->graph;
+    if (n->op->flags & TG_OP_BWD_NO_INPUTS) return TG_OK;
+    for (int k = 0; k < n->n_in; k++) {
+        tg_node *r = grad_root(n->in[k]);
+        if (!g->remat[r->id] || g->remat_done[r->id]) continue;
+        g->remat_fwd[r->id] = r->value.data;
+        set_group_data(g, r, g->remat[r->id]);
+        g->remat_done[r->id] = 1;
+        tg_status st = r->op->forward(r);
+        if (st) return run_failed(r, "forward (recomputed for backward)", st);
+    }
+    return TG_OK;
+}
+
+/* After a backward pass: recomputed values point at the forward's buffers again. */
+static void recompute_restore(tg_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (!g->remat_done[i]) continue;
+        set_group_data(g, g->nodes[i], g->remat_fwd[i]);
+        g->remat_done[i] = 0;
+    }
+}
+
 tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
 {
     tg_status st = ready(g);
@@ -637,8 +679,12 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
                 g->first_writer[r->id] = -2;   /* zeroed once, even if n uses it twice */
             }
         }
-        st = n->op->backward(n);
-        if (st) return run_failed(n, "backward", st);
+        if ((st = recompute_inputs(n))) break;
+        if ((st = n->op->backward(n))) {
+            st = run_failed(n, "backward", st);
+            break;
+        }
     }
-    return TG_OK;
+    recompute_restore(g);
+    return st;
 }

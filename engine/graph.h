@@ -142,6 +142,15 @@ void tg_graph_set_grad_enabled(tg_graph *g, bool enabled);
  * overwritten values. Set before the first run. tgraph train and bench use it. */
 void tg_graph_set_share_values(tg_graph *g, bool on);
 
+/* With share_values, values of cheap deterministic ops that a backward reads
+ * (GELU, layer_norm: TG_OP_RECOMPUTE in op.h) are not kept from the forward
+ * but recomputed just before that backward. Recompute on (off by default)
+ * does the same for the outputs of linear layers (TG_OP_RECOMPUTE_COSTLY):
+ * activation checkpointing, one more GEMM per recomputed linear per step for
+ * less memory (e.g. the Q, K, V projections that attention's backward reads).
+ * Results are bitwise the same either way. Set before the first run. */
+void tg_graph_set_recompute(tg_graph *g, bool on);
+
 /* Keep n's value readable after forward even where memory is shared (an
  * intermediate result you want to look at, e.g. attention weights). */
 void tg_node_keep(tg_node *n);

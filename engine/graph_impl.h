@@ -31,6 +31,7 @@ struct tg_graph {
     bool       training, check_finite;
     bool       grad_enabled;   /* false: forward-only, values share memory by lifetime */
     bool       share_values;   /* with gradients: values go after the backward that reads them */
+    bool       recompute;      /* with share_values: linear outputs recomputed too */
     tg_rng     rng;
 
     /* the plan (planner.c) */
@@ -41,6 +42,12 @@ struct tg_graph {
     size_t     scratch_bytes;
     uint8_t   *reach;          /* per node, for backward */
     int       *first_writer;   /* per node: the first backward to write its grad */
+    /* recomputed values (TG_OP_RECOMPUTE), per node: the buffer the backward
+     * pass recomputes the value into (NULL: not recomputed), the forward's
+     * buffer to put back after the pass, and whether this pass did it yet */
+    void     **remat;
+    void     **remat_fwd;
+    uint8_t   *remat_done;
 };
 
 void tg__plan_release(tg_graph *g);

@@ -47,6 +47,18 @@ enum tg_op_flags {
     TG_OP_BWD_NO_OUTPUT = 1u << 1,
     /* The backward reads no input's value (only the output's, buffers, grads). */
     TG_OP_BWD_NO_INPUTS = 1u << 2,
+    /* The forward is cheap and deterministic: it reads only its inputs and
+     * attributes, draws no random numbers, and rewrites its saved buffers
+     * with the same values. With tg_graph_set_share_values, a node whose op
+     * says this (and TG_OP_BWD_NO_OUTPUT, and whose backward reads its
+     * inputs, so they stay alive) lets its value go after its last forward
+     * consumer; the backward pass recomputes it into a buffer of its own
+     * just before the first backward that reads it (GELU, layer_norm). */
+    TG_OP_RECOMPUTE = 1u << 3,
+    /* As TG_OP_RECOMPUTE, for an op whose forward costs real work (linear):
+     * recomputed only when tg_graph_set_recompute is on too, and never for a
+     * value that a TG_OP_RECOMPUTE op reads (that one is recomputed instead). */
+    TG_OP_RECOMPUTE_COSTLY = 1u << 4,
 };
 
 typedef struct tg_op {

@@ -16,6 +16,9 @@
  *   Kept nodes (tg_node_keep) and nodes nothing consumes live to the end.
  * - gradients of op nodes: from the first consumer's backward to the node's
  *   own backward; input leaves' gradients live to the end (users read them).
+ * - recomputed values (TG_OP_RECOMPUTE, with share_values): the value lives
+ *   [i, last forward consumer]; a second buffer, from the first backward that
+ *   reads it to the last, takes the value the backward pass recomputes.
  * - saved buffers (n->buf): from the node's forward to the end.
  * Offsets are assigned greedily, largest buffer first, at the lowest address
  * free over its lifetime (the approach of TFLite's and ggml's allocators).
@@ -56,9 +59,14 @@ void tg__plan_release(tg_graph *g)
     tg__free_aligned(g->scratch);
     tg__free(g->reach);
     tg__free(g->first_writer);
+    tg__free(g->remat);
+    tg__free(g->remat_fwd);
+    tg__free(g->remat_done);
     g->block = g->scratch = NULL;
     g->reach = NULL;
     g->first_writer = NULL;
+    g->remat = g->remat_fwd = NULL;
+    g->remat_done = NULL;
     g->block_bytes = g->scratch_bytes = 0;
     g->planned = g->ran_forward = false;
 }
@@ -124,12 +132,19 @@ tg_status tg_graph_plan(tg_graph *g)
     int64_t *last_use = tg__malloc(((size_t)N + 1) * sizeof *last_use);
     int64_t *first_grad = tg__malloc(((size_t)N + 1) * sizeof *first_grad);
     int *consumers = tg__malloc(((size_t)N + 1) * sizeof *consumers);
-    slot *slots = tg__malloc(((size_t)N * (2 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *slots);
-    slot **tmp = tg__malloc(((size_t)N * (2 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *tmp);
+    slot *slots = tg__malloc(((size_t)N * (3 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *slots);
+    slot **tmp = tg__malloc(((size_t)N * (3 + TG_NODE_MAX_BUFFERS) + 1) * sizeof *tmp);
     g->reach = tg__malloc((size_t)N + 1);
     g->first_writer = tg__malloc(((size_t)N + 1) * sizeof *g->first_writer);
+    g->remat = tg__calloc((size_t)N + 1, sizeof *g->remat);
+    g->remat_fwd = tg__calloc((size_t)N + 1, sizeof *g->remat_fwd);
+    g->remat_done = tg__calloc((size_t)N + 1, 1);
+    int64_t *rd_lo = tg__malloc(((size_t)N + 1) * sizeof *rd_lo);   /* readers' backward times */
+    int64_t *rd_hi = tg__malloc(((size_t)N + 1) * sizeof *rd_hi);
     tg_status st = TG_OK;
-    if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer) goto oom;
+    if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
+        !g->remat || !g->remat_fwd || !g->remat_done || !rd_lo || !rd_hi)
+        goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */
     const bool lean = !g->grad_enabled || g->share_values;
@@ -140,6 +155,32 @@ tg_status tg_graph_plan(tg_graph *g)
     }
     for (int i = 0; i < N; i++)
         for (int k = 0; k < g->nodes[i]->n_in; k++) consumers[g->nodes[i]->in[k]->id]++;
+    /* Which values are recomputed in backward (remat_done marks them for now):
+     * cheap ops first, then (recompute on) linear outputs that no cheap
+     * recomputed op reads. A recomputed op's inputs are plain values, alive
+     * through its own backward, which runs after every reader's. */
+    for (int i = 0; i < N; i++) rd_lo[i] = END, rd_hi[i] = -1, g->remat_done[i] = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const unsigned want = pass == 0 ? TG_OP_RECOMPUTE : TG_OP_RECOMPUTE_COSTLY;
+        if (!g->grad_enabled || !g->share_values || (pass == 1 && !g->recompute)) break;
+        for (int i = 0; i < N; i++) {
+            tg_node *n = g->nodes[i];
+            unsigned f = n->op ? n->op->flags : 0;
+            bool ok = n->kind == TG_NODE_OP && (f & want) && (f & TG_OP_BWD_NO_OUTPUT) &&
+                      !(f & (TG_OP_BWD_NO_INPUTS | TG_OP_VIEW)) && n->requires_grad &&
+                      !n->keep && consumers[i] > 0;
+            for (int k = 0; ok && k < n->n_in; k++) ok = !g->remat_done[root_of(n->in[k])->id];
+            if (pass == 1)   /* not read by a cheap recomputed op */
+                for (int j = i + 1; ok && j < N; j++)
+                    for (int k = 0; ok && k < g->nodes[j]->n_in; k++)
+                        ok = !(g->remat_done[j] && root_of(g->nodes[j]->in[k])->id == i);
+            if (ok) g->remat_done[i] = 1;
+        }
+    }
+    for (int i = 0; i < N; i++) {   /* kept or an output through a view: not recomputed */
+        tg_node *n = g->nodes[i];
+        if (is_view(n) && (n->keep || consumers[i] == 0)) g->remat_done[root_of(n)->id] = 0;
+    }
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
         int r = root_of(n)->id;
@@ -153,7 +194,12 @@ tg_status tg_graph_plan(tg_graph *g)
         for (int k = 0; k < n->n_in; k++) {
             int a = root_of(n->in[k])->id;
             if (last_use[a] < i) last_use[a] = i;
-            if (reads_in && last_use[a] < t_bwd) last_use[a] = t_bwd;
+            if (reads_in && g->remat_done[a]) {   /* recomputed for this backward */
+                if (t_bwd < rd_lo[a]) rd_lo[a] = t_bwd;
+                if (t_bwd > rd_hi[a]) rd_hi[a] = t_bwd;
+            } else if (reads_in && last_use[a] < t_bwd) {
+                last_use[a] = t_bwd;
+            }
             /* n's backward writes into its inputs' grads: the group's grad is born then */
             int64_t t = 2 * (int64_t)N - i;
             if (first_grad[a] < 0 || t < first_grad[a]) first_grad[a] = t;
@@ -180,6 +226,10 @@ tg_status tg_graph_plan(tg_graph *g)
         for (int b = 0; b < n->n_buf; b++)
             slots[ns++] = (slot){aligned_bytes(&n->buf[b]), 0, i, END, 2 * N + i * 8 + b,
                                  &n->buf[b].data};
+        if (g->remat_done[i] && rd_hi[i] >= 0)
+            slots[ns++] = (slot){aligned_bytes(&n->value), 0, rd_lo[i], rd_hi[i],
+                                 2 * N + i * 8 + TG_NODE_MAX_BUFFERS, &g->remat[i]};
+        g->remat_done[i] = 0;
     }
     size_t bytes = place(slots, ns, tmp), scratch = 0;
     for (int i = 0; i < N; i++)
@@ -209,6 +259,8 @@ done:
     tg__free(consumers);
     tg__free(slots);
     tg__free(tmp);
+    tg__free(rd_lo);
+    tg__free(rd_hi);
     return st;
 }
 

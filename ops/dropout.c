@@ -1,5 +1,5 @@
 /*
- * dropout.c - dropout with a saved keep mask (OPS.md section 12).
+ * dropout.c - dropout (OPS.md section 12), with no saved mask.
  *
  * The mode is decided at each forward from tg_graph_training() and p, and
  * remembered for the backward (so the backward always matches the forward
@@ -7,8 +7,9 @@
  * forward takes one 64-bit key from the graph RNG and element i is kept when
  * the top 32 bits of a hash of (key, i) are at least p * 2^32: a counter-based
  * stream, so the mask is drawn in the same parallel pass that applies it and
- * does not depend on the thread count. Keep probability is 1 - p to within
- * 2^-32. PyTorch's bit stream is not reproduced, only the distribution.
+ * does not depend on the thread count, and the backward regenerates it from
+ * the key instead of storing a byte per element. Keep probability is 1 - p to
+ * within 2^-32. PyTorch's bit stream is not reproduced, only the distribution.
  */
 #ifdef TG_KERNELS
 #include "generic.h"
@@ -25,7 +26,6 @@ static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int
 {
     const TG_F(drop_ctx) *c = vctx;
     const TG_T *x = c->n->in[0]->value.data;     /* [numel] */
-    uint8_t *keep = c->n->buf[0].data;           /* [numel] */
     TG_T *y = c->n->value.data;                  /* [numel] */
     const TG_T scale = c->scale;
     (void)tid;
@@ -37,20 +37,17 @@ static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int
         for (int64_t i = begin; i < end; i++) y[i] = x[i] * (TG_T)0;
         break;
     default:
-        for (int64_t i = begin; i < end; i++) {
-            keep[i] = tg__drop_bits(c->key, i) >= c->threshold;
-            y[i] = x[i] * (keep[i] ? scale : (TG_T)0);
-        }
+        for (int64_t i = begin; i < end; i++)
+            y[i] = x[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
         break;
     }
 }
 
-/* backward: dx += dy * keep * scale, the same keep and scale as the forward */
+/* backward: dx += dy * keep * scale, the keep of the forward's key, redrawn */
 static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(drop_ctx) *c = vctx;
     const TG_T *dy = c->n->grad.data;            /* [numel] */
-    const uint8_t *keep = c->n->buf[0].data;     /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
     const TG_T scale = c->scale;
     (void)tid;
@@ -62,7 +59,8 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
         for (int64_t i = begin; i < end; i++) dx[i] += dy[i] * (TG_T)0;
         break;
     default:
-        for (int64_t i = begin; i < end; i++) dx[i] += dy[i] * (keep[i] ? scale : (TG_T)0);
+        for (int64_t i = begin; i < end; i++)
+            dx[i] += dy[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
         break;
     }
 }
@@ -96,6 +94,7 @@ typedef struct {
     double p;
     double scale;  /* 1 / (1 - p); 0 for p = 1 */
     int    mode;   /* set by each forward, read by the backward that follows */
+    uint64_t key;         /* MASK: the forward's key, for the backward's redraw */
     uint64_t threshold;   /* p * 2^32, rounded up: a draw below it is dropped */
 } drop_attr;
 
@@ -112,6 +111,7 @@ static tg_status drop_forward(tg_node *n)
         a->mode = DROP_MASK;
         key = tg_rng_next(tg_graph_rng(n->graph));
     }
+    a->key = key;
     TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, key, a->threshold, false);
     return TG_OK;
 }
@@ -119,7 +119,7 @@ static tg_status drop_forward(tg_node *n)
 static tg_status drop_backward(tg_node *n)
 {
     const drop_attr *a = n->attr;
-    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, 0, 0, true);
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, a->key, a->threshold, true);
     return TG_OK;
 }
 
@@ -146,8 +146,6 @@ tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
     at->p = p;
     at->scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
     at->threshold = (uint64_t)ceil(p * 4294967296.0);   /* in [0, 2^32] */
-    /* the keep mask, [x.shape], 0/1 */
-    if (tg_node_buffer(n, TG_BOOL, v->rank, v->shape) < 0) return NULL;
     return n;
 }
 

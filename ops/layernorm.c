@@ -213,7 +213,8 @@ static void ln_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
                                     .backward = ln_backward, .describe = ln_describe,
-                                    .flags = TG_OP_BWD_NO_OUTPUT};   /* x, gamma, mean, rstd */
+                                    /* reads x, gamma, mean, rstd; cheap to redo */
+                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE};
 
 /* weight / bias must have exactly normalized_shape */
 static bool ln_check_param(tg_graph *g, tg_node *p, const char *what, int n_norm,

@@ -63,7 +63,7 @@ static void linear_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT};
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY};
 
 tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
 {

@@ -58,12 +58,14 @@ tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
     return cfg;
 }
 
-static void run_oracle_case(const char *name, double atol, double rtol, bool share)
+/* plan 0: default; 1: shared values; 2: shared values and recompute */
+static void run_oracle_case(const char *name, double atol, double rtol, int plan)
 {
     char dir[256], path[512], layer[64], what[512];
     snprintf(dir, sizeof dir, "oracle/%s", name);
     char label[160];
-    snprintf(label, sizeof label, "%s%s", name, share ? " (shared values)" : "");
+    snprintf(label, sizeof label, "%s%s", name,
+             plan == 2 ? " (recompute)" : plan ? " (shared values)" : "");
     name = label;
     tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
     tg_params *ps = tg_params_new(TG_F32);
@@ -73,7 +75,8 @@ static void run_oracle_case(const char *name, double atol, double rtol, bool sha
     cr_assert_eq(tg_params_load(ps, path, 0), TG_OK, "%s: %s", name, tg_last_error());
 
     tg_graph *g = tg_graph_new(TG_F32);
-    tg_graph_set_share_values(g, share);
+    tg_graph_set_share_values(g, plan > 0);
+    tg_graph_set_recompute(g, plan == 2);
     tg_node *in[TG_MAX_LAYER_INPUTS];
     tg_tensor *x[TG_MAX_LAYER_INPUTS];
     int n = tg_layer_input_count(l);
@@ -141,14 +144,14 @@ static void run_oracle_case(const char *name, double atol, double rtol, bool sha
     tg_config_free(cfg);
 }
 
-/* Each case twice: the default plan, and the training plan of tgraph train
+/* Each case three times: the default plan; the training plan of tgraph train
  * (tg_graph_set_share_values), where values go once the backward that reads
  * them has run: an op that reads a value it declared it does not
- * (TG_OP_BWD_NO_OUTPUT / _NO_INPUTS) would read reused memory here. */
+ * (TG_OP_BWD_NO_OUTPUT / _NO_INPUTS) would read reused memory here; and that
+ * plan with linear outputs recomputed (tg_graph_set_recompute). */
 void tt_run_oracle_case(const char *name, double atol, double rtol)
 {
-    run_oracle_case(name, atol, rtol, false);
-    run_oracle_case(name, atol, rtol, true);
+    for (int plan = 0; plan < 3; plan++) run_oracle_case(name, atol, rtol, plan);
 }
 
 int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, uint64_t seed,

@@ -81,9 +81,33 @@ Test(cli_bench, layer_prints_one_json_line)
     /* four Linear(8, 8) with bias */
     cr_assert_eq(member(o, "params", TG__JSON_NUMBER)->i, 4 * (8 * 8 + 8));
     cr_assert_gt(member(o, "peak_rss_mb", TG__JSON_NUMBER)->num, 0);
+    cr_assert_gt(member(o, "train_plan_mb", TG__JSON_NUMBER)->num, 0);
     cr_assert_eq(member(o, "threads", TG__JSON_NUMBER)->i, 1);
-    cr_assert_eq(o->n, 7, "unexpected keys: %s", out);
+    cr_assert_eq(member(o, "recompute", TG__JSON_BOOL)->b, false);
+    cr_assert_eq(o->n, 9, "unexpected keys: %s", out);
     tg__json_free(&doc);
+}
+
+/* --recompute: the Q, K, V projections are recomputed for attention's
+ * backward, so the training graph plans less memory. */
+Test(cli_bench, recompute_plans_less_memory)
+{
+    double plan[2];
+    for (int r = 0; r < 2; r++) {
+        char out[8192], err[8192];
+        const char *const *args = r ? TT_ARGS("bench", "tsa", "--set", "b=4", "--set", "d_model=32",
+                                              "--min-time", "0", "--warmup", "0", "--recompute")
+                                    : TT_ARGS("bench", "tsa", "--set", "b=4", "--set", "d_model=32",
+                                              "--min-time", "0", "--warmup", "0");
+        int rc = tt_run_tool_out(args, out, sizeof out, err, sizeof err);
+        cr_assert_eq(rc, 0, "exit %d, stderr: %s", rc, err);
+        tg__json_doc doc;
+        const tg__json *o = parse_line(out, &doc);
+        cr_assert_eq(member(o, "recompute", TG__JSON_BOOL)->b, r == 1);
+        plan[r] = member(o, "train_plan_mb", TG__JSON_NUMBER)->num;
+        tg__json_free(&doc);
+    }
+    cr_assert_lt(plan[1], plan[0], "recompute %g MB, default %g MB", plan[1], plan[0]);
 }
 
 Test(cli_bench, parameterless_layer_and_gemm)

@@ -526,6 +526,89 @@ Test(planner, shared_values_same_gradients_less_memory)
     free(dx[1]);
 }
 
+/* Attention then an MLP stack, [T, d]: a = sdpa of three linear projections
+ * of x seen as [1, T, 2, d/2]; then per block h = ln(h + fc2(gelu(fc1(h)))).
+ * The backward's peak is in the blocks, while Q, K, V wait for sdpa's. */
+static tg_node *remat_net(tg_graph *g, tg_params *ps, tg_node *x, int64_t d, int blocks)
+{
+    const int64_t T = tg_node_value(x)->shape[0];
+    tg_node *qkv[3];
+    for (int k = 0; k < 3; k++) {
+        tg_node *w = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){d, d}, "attn.w%d", k));
+        qkv[k] = tg_reshape(g, tg_linear(g, x, w, NULL), 4, (int64_t[]){1, T, 2, d / 2});
+    }
+    tg_node *h = tg_reshape(g, tg_sdpa(g, qkv[0], qkv[1], qkv[2], true, 0.5, 0), 2,
+                            (int64_t[]){T, d});
+    for (int b = 0; b < blocks; b++) {
+        tg_node *w1 = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){2 * d, d}, "b%d.w1", b));
+        tg_node *w2 = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){d, 2 * d}, "b%d.w2", b));
+        tg_node *gm = tg_param_node(g, tg_params_addf(ps, 1, &d, "b%d.gamma", b));
+        tg_node *f = tg_linear(g, tg_gelu(g, tg_linear(g, h, w1, NULL), TG_GELU_NONE), w2, NULL);
+        h = tg_layer_norm(g, tg_add(g, h, f), 1, &d, gm, NULL, 1e-5);
+    }
+    return h;
+}
+
+/* Recomputed values (TG_OP_RECOMPUTE: GELU and layer_norm always with shared
+ * values; linear outputs with tg_graph_set_recompute): the same bits as the
+ * default plan, in less memory each step. Reading a recomputed value that
+ * was not recomputed would read reused memory and change the gradients. */
+Test(planner, recomputed_values_same_bits_less_memory)
+{
+    const int64_t T = 64, d = 32;
+    size_t bytes[3];
+    float *grads[3];
+    int64_t total = 0;
+    for (int mode = 0; mode < 3; mode++) {
+        tg_rng r;
+        tg_rng_seed(&r, 4);
+        tg_params *ps = tg_params_new(TG_F32);
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_graph_set_share_values(g, mode > 0);
+        tg_graph_set_recompute(g, mode == 2);
+        tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
+        cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+        tg_node *y = remat_net(g, ps, x, d, 3);
+        cr_assert_not_null(y, "%s", tg_graph_error(g));
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            tg_tensor *p = &tg_params_at(ps, i)->value;
+            for (int64_t k = 0; k < p->numel; k++)
+                tg_tensor_set(p, k, (p->rank == 1 ? 1 : 0.2) + 0.2 * tg_rng_normal(&r));
+        }
+        tt_randn((tg_tensor *)tg_node_value(x), 5);
+        tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
+        tt_randn(dy, 6);
+        for (int rep = 0; rep < 2; rep++) {   /* a second step sees the forward's buffers back */
+            tg_params_zero_grad(ps);
+            cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+            cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+        }
+        bytes[mode] = tg_graph_planned_bytes(g);
+        total = tg_node_value(x)->numel;
+        for (int i = 0; i < tg_params_count(ps); i++) total += tg_params_at(ps, i)->grad.numel;
+        grads[mode] = malloc((size_t)total * sizeof(float));
+        memcpy(grads[mode], tg_node_grad(x)->data, (size_t)(T * d) * sizeof(float));
+        int64_t at = T * d;
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            const tg_tensor *gr = &tg_params_at(ps, i)->grad;
+            memcpy(grads[mode] + at, gr->data, (size_t)gr->numel * sizeof(float));
+            at += gr->numel;
+        }
+        tg_tensor_free(dy);
+        tg_graph_free(g);
+        tg_params_free(ps);
+    }
+    for (int mode = 1; mode < 3; mode++)
+        cr_expect(memcmp(grads[0], grads[mode], (size_t)total * sizeof(float)) == 0,
+                  "plan %d: gradients differ from the default plan", mode);
+    /* share: GELU outputs [T, 2d] and LN outputs [T, d] go after the forward;
+     * recompute: so do the Q, K, V projections [T, d] */
+    const size_t td = (size_t)(T * d) * sizeof(float);
+    cr_expect_lt(bytes[1], bytes[0], "shared %zu, default %zu", bytes[1], bytes[0]);
+    cr_expect_leq(bytes[2] + 2 * td, bytes[1], "recompute %zu, shared %zu", bytes[2], bytes[1]);
+    for (int mode = 0; mode < 3; mode++) free(grads[mode]);
+}
+
 Test(planner, kept_values_survive_reuse)
 {
     const int64_t n = 256;

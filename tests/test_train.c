@@ -213,6 +213,11 @@ Test(train, crossformer_with_dropout_resumes_exactly_and_repeats_bit_for_bit)
     cr_assert_eq(tgraph("train " TINY_CF "--epochs 2 --out @/again"), 0, "%s", err_text);
     cr_assert_str_eq(strstr(out_text, "\ntest mse="), straight);
     assert_same_run("straight/checkpoint.safetensors", "again/checkpoint.safetensors");
+    /* --recompute (linear outputs recomputed in backward): the same run, bit for bit */
+    cr_assert_eq(tgraph("train " TINY_CF "--epochs 2 --recompute --out @/recompute"), 0, "%s",
+                 err_text);
+    cr_assert_str_eq(strstr(out_text, "\ntest mse="), straight);
+    assert_same_run("straight/checkpoint.safetensors", "recompute/checkpoint.safetensors");
     cr_assert_eq(tgraph("train " TINY_CF "--epochs 1 --out @/part"), 0, "%s", err_text);
     cr_assert_eq(tgraph("train --resume @/part/checkpoint.safetensors --epochs 2"), 0, "%s",
                  err_text);

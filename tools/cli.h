@@ -12,6 +12,8 @@ typedef struct tg_cli_cmd {
     const char *name;
     const char *summary;                   /* one line for `tgraph --help` */
     const char *help;                      /* full text, with examples */
+    const char *help_more;                 /* its continuation, or NULL (ISO C
+                                            * caps a string literal at 4095) */
     int (*run)(int argc, char **argv);     /* argv[0] is the command name */
 } tg_cli_cmd;
 

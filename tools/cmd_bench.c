@@ -25,6 +25,7 @@ typedef struct bench_opts {
     int    threads;
     double min_time;
     int    warmup;
+    bool   recompute;   /* tg_graph_set_recompute on the training graph */
 } bench_opts;
 
 /* ---- the layer form ---- */
@@ -60,6 +61,20 @@ static void fill_input(tg_tensor *t, bool differentiable, tg_rng *rng)
     for (int64_t k = 0; k < t->numel; k++)
         tg_tensor_set(t, k, differentiable ? tg_rng_normal(rng)
                                            : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
+}
+
+/* Draw input i of the layer (randn; masks 0/-100) into node n through a
+ * temporary, so the process holds each input once (in its graph), as the
+ * PyTorch side does. The same rng state gives the same data. */
+static tg_status set_input(const tg_layer *layer, int i, tg_node *n, tg_rng *rng)
+{
+    const tg_layer_input *spec = tg_layer_input_at(layer, i);
+    tg_tensor *t = tg_tensor_new(TG_F32, spec->rank, spec->shape);
+    if (!t) return TG_ERR_NOMEM;   /* tg_tensor_new set the message */
+    fill_input(t, spec->differentiable, rng);
+    tg_status st = tg_node_set(n, t);
+    tg_tensor_free(t);
+    return st;
 }
 
 /* The shortest of %.15g / %.17g that reads back as v. */
@@ -117,7 +132,6 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
 {
     tg_cli_layer c = {0};
     tg_graph *infer = NULL;
-    tg_tensor *data[TG_MAX_LAYER_INPUTS] = {0};
     tg_tensor *dy = NULL;
     tg_optim *opt = NULL;
     int rc = 2;
@@ -128,15 +142,12 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
      * differentiates its inputs instead, so backward has work to do */
     tg_graph_set_training(c.g, true);
     tg_graph_set_share_values(c.g, true);   /* as tgraph train: one backward per forward */
+    tg_graph_set_recompute(c.g, bo->recompute);
     bool no_params = tg_params_count(c.ps) == 0;
+    const tg_rng rng_inputs = rng;   /* the inference graph draws the same inputs again */
     for (int i = 0; i < c.n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
-        if (!(data[i] = tg_tensor_new(TG_F32, spec->rank, spec->shape))) {
-            rc = tg_cli_fail("bench", "%s", tg_last_error());
-            goto done;
-        }
-        fill_input(data[i], spec->differentiable, &rng);
-        if (tg_node_set(c.in[i], data[i]) ||
+        if (set_input(c.layer, i, c.in[i], &rng) ||
             (no_params && spec->differentiable && tg_node_set_requires_grad(c.in[i], true))) {
             rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
             goto done;
@@ -166,6 +177,7 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
     /* the training graph's memory goes before the inference graph is built, as
      * in a process that trains and then serves: the peak RSS is the larger of
      * the two phases, not their sum (PyTorch frees its autograd buffers too) */
+    const double plan_mb = (double)tg_graph_planned_bytes(c.g) / (1024.0 * 1024.0);
     tg_graph_free(c.g);
     c.g = NULL;
 
@@ -177,10 +189,11 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
         goto done;
     }
     tg_graph_set_grad_enabled(infer, false);
+    rng = rng_inputs;
     for (int i = 0; i < c.n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
         in[i] = tg_input(infer, spec->name, TG_F32, spec->rank, spec->shape);
-        if (in[i] && tg_node_set(in[i], data[i])) {
+        if (in[i] && set_input(c.layer, i, in[i], &rng)) {
             rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
             goto done;
         }
@@ -199,12 +212,11 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
     printf("{\"layer\":\"%s\",\"config\":", layer);
     print_config(tg_layer_class_find(layer), tg_layer_config(c.layer));
     printf(",\"train_step_ms\":%.4f,\"infer_ms\":%.4f,\"params\":%lld,\"peak_rss_mb\":%.1f,"
-           "\"threads\":%d}\n",
+           "\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
            train.median * 1e3, inf.median * 1e3, (long long)tg_params_numel(c.ps),
-           tg_bench_peak_rss_mb(), tg_threads_get());
+           tg_bench_peak_rss_mb(), plan_mb, tg_threads_get(), bo->recompute ? "true" : "false");
     rc = 0;
 done:
-    for (int i = 0; i < TG_MAX_LAYER_INPUTS; i++) tg_tensor_free(data[i]);
     tg_tensor_free(dy);
     tg_optim_free(opt);
     tg_graph_free(infer);
@@ -248,6 +260,8 @@ static int run(int argc, char **argv)
             bo.threads = (int)iv;
         } else if (!strcmp(arg, "--min-time")) {
             if (!tg_args_double(&a, 0, 3600, &bo.min_time)) goto done;
+        } else if (!strcmp(arg, "--recompute")) {
+            bo.recompute = true;
         } else if (!strcmp(arg, "--warmup")) {
             if (!tg_args_int(&a, 0, 1000000, &iv)) goto done;
             bo.warmup = (int)iv;
@@ -296,7 +310,7 @@ const tg_cli_cmd tg_cmd_bench = {
     .summary = "time a layer's training step and inference, or the GEMM; one JSON line",
     .help =
         "usage: tgraph bench LAYER [--set KEY=VALUE]... [--threads N] [--min-time SECONDS]\n"
-        "                    [--warmup N]\n"
+        "                    [--warmup N] [--recompute]\n"
         "       tgraph bench gemm --m M --n N --k K [--threads N] [--min-time SECONDS]\n"
         "                    [--warmup N]\n\n"
         "Builds LAYER (see tgraph layers; the same --set keys as run, shape keys included)\n"
@@ -304,13 +318,17 @@ const tg_cli_cmd tg_cmd_bench = {
         "  a training step: forward (dropout on), backward of sum(y*dy) with a fixed random\n"
         "                   dy, an Adam update over every parameter, gradients zeroed;\n"
         "                   memory planned as in tgraph train (a value is kept only\n"
-        "                   until the backward that reads it)\n"
+        "                   until the backward that reads it; GELU and layer_norm\n"
+        "                   outputs are recomputed there; with --recompute, as tgraph\n"
+        "                   train --recompute, linear layers' outputs too)\n"
         "  inference:       a forward of a graph built without gradients (buffers shared\n"
         "                   by lifetime), dropout off\n"
         "Each is called --warmup times (default 3), then until --min-time seconds (default\n"
         "1) have been timed and at least 5 times; the median is reported. Prints one line:\n"
         "  {\"layer\":...,\"config\":{every key},\"train_step_ms\":...,\"infer_ms\":...,\n"
-        "   \"params\":<parameter scalars>,\"peak_rss_mb\":...,\"threads\":N}\n"
+        "   \"params\":<parameter scalars>,\"peak_rss_mb\":<the process's peak>,\n"
+        "   \"train_plan_mb\":<the training graph's planned tensor memory>,\"threads\":N,\n"
+        "   \"recompute\":true|false}\n"
         "A layer without parameters (full_attention) differentiates its inputs instead.\n\n"
         "The gemm form times C = A B in F32 (row-major, A M x K, B K x N) and prints\n"
         "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n\n"

@@ -46,6 +46,7 @@ typedef struct settings {
     tg_lr_schedule lradj;
     tg_optim_kind  optim;
     bool           progress;   /* a bar on stderr */
+    bool           recompute;  /* recompute linear outputs in backward (less memory) */
     /* what the command line gave explicitly */
     bool set_data, set_model, set_split, set_epochs, set_batch, set_patience, set_seed, set_lr,
         set_lradj, set_optim, set_clip, set_wd, set_cfg;
@@ -322,6 +323,8 @@ static int run(int argc, char **argv)
             s.set_seed = true;
         } else if (!strcmp(arg, "--threads")) {
             if (!tg_args_int(&a, 0, TG_MAX_THREADS, &s.threads)) goto done;
+        } else if (!strcmp(arg, "--recompute")) {
+            s.recompute = true;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
             if (!tg_args_value(&a, &s.out)) goto done;
             set_out = true;
@@ -376,6 +379,7 @@ static int run(int argc, char **argv)
     tg_rng_seed(&init_rng, (uint64_t)s.seed);
     if (tg_tl_model_build(CMD, &m, s.model, cfg, td.d->cols, s.batch, s.resume ? NULL : &init_rng))
         goto done;
+    tg_graph_set_recompute(m.gt, s.recompute);
     if (tg_tl_data_prepare(CMD, &td, &s.split, m.seq_len, m.pred_len,
                            s.resume ? resume_ck.scaler : NULL))
         goto done;
@@ -551,7 +555,8 @@ const tg_cli_cmd tg_cmd_train = {
     .help =
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
         "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
-        "                    [--patience N] [--seed N] [--threads N] [--out DIR] [--resume FILE]\n"
+        "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out DIR]\n"
+        "                    [--resume FILE]"
         "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n"
         "\n"
         "Trains a forecaster from the layer registry (x [B, seq_len, channels] ->\n"
@@ -585,6 +590,9 @@ const tg_cli_cmd tg_cmd_train = {
         "  --seed N         default 0 (init, batch order, dropout): the same seed and\n"
         "                   --threads give bit-identical runs\n"
         "  --threads N      default: every core\n"
+        "  --recompute      recompute linear layers' outputs in backward instead of\n"
+        "                   keeping them from the forward: less memory, one more GEMM\n"
+        "                   per such layer and step; bit-identical results\n"
         "  --out DIR        default runs/train (on --resume: the file's directory),\n"
         "                   created if missing: checkpoint.safetensors (last epoch),\n"
         "                   best.safetensors, metrics.csv (epoch, step, train_loss,\n"
@@ -595,7 +603,8 @@ const tg_cli_cmd tg_cmd_train = {
         "                   may change\n"
         "  --optim, --weight-decay, --clip   adam (default), adamw or sgd; weight decay\n"
         "                   (default 0); clip the gradient norm (default: off)\n"
-        "\n"
+        "\n",
+    .help_more =
         "A NaN/Inf stops the run naming the op (or parameter) that produced it; the\n"
         "last epoch's checkpoint stays as it was. PyTorch loads a checkpoint with\n"
         "  model.load_state_dict({k: v for k, v in load_file(F).items()\n"

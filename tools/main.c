@@ -63,6 +63,7 @@ int main(int argc, char **argv)
             return 2;
         }
         fputs(c->help, stdout);
+        if (c->help_more) fputs(c->help_more, stdout);
         return 0;
     }
     const tg_cli_cmd *c = find(cmd);
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(c->help, stdout);
+            if (c->help_more) fputs(c->help_more, stdout);
             return 0;
         }
     return c->run(argc - 1, argv + 1);
