@@ -561,6 +561,12 @@ tg_status tg_graph_forward(tg_graph *g)
     return TG_OK;
 }
 
+bool tg_grad_fresh(const tg_node *n, int k)
+{
+    const tg_graph *g = n->graph;
+    return g->fresh && k >= 0 && k < n->n_in && g->fresh[grad_root(n->in[k])->id];
+}
+
 /* Point r's value and its views' (which alias it) at data. */
 static void set_group_data(tg_graph *g, tg_node *r, void *data)
 {
@@ -675,12 +681,21 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
             tg_node *r = grad_root(n->in[k]);
             if (r->requires_grad && r->kind == TG_NODE_OP && g->first_writer[r->id] == i &&
                 r != oroot) {
-                memset(r->grad.data, 0, (size_t)r->grad.numel * tg_dtype_size(r->grad.dtype));
+                /* an op that can set the gradient does so when only this input is r */
+                bool once = n->op->flags & TG_OP_BWD_FRESH;
+                for (int k2 = 0; once && k2 < n->n_in; k2++)
+                    once = k2 == k || grad_root(n->in[k2]) != r;
+                if (once)
+                    g->fresh[r->id] = 1;
+                else
+                    memset(r->grad.data, 0, (size_t)r->grad.numel * tg_dtype_size(r->grad.dtype));
                 g->first_writer[r->id] = -2;   /* zeroed once, even if n uses it twice */
             }
         }
         if ((st = recompute_inputs(n))) break;
-        if ((st = n->op->backward(n))) {
+        st = n->op->backward(n);
+        for (int k = 0; k < n->n_in; k++) g->fresh[grad_root(n->in[k])->id] = 0;
+        if (st) {
             st = run_failed(n, "backward", st);
             break;
         }

@@ -48,6 +48,7 @@ struct tg_graph {
     void     **remat;
     void     **remat_fwd;
     uint8_t   *remat_done;
+    uint8_t   *fresh;          /* per node: its grad is to be set, not added to (TG_OP_BWD_FRESH) */
 };
 
 void tg__plan_release(tg_graph *g);

@@ -59,6 +59,10 @@ enum tg_op_flags {
      * recomputed only when tg_graph_set_recompute is on too, and never for a
      * value that a TG_OP_RECOMPUTE op reads (that one is recomputed instead). */
     TG_OP_RECOMPUTE_COSTLY = 1u << 4,
+    /* The backward can initialise an input's gradient: where
+     * tg_grad_fresh(n, k) is true, it sets every element of in[k]'s gradient
+     * (as if adding to zeros) and the engine skips zeroing that buffer. */
+    TG_OP_BWD_FRESH = 1u << 5,
 };
 
 typedef struct tg_op {
@@ -123,6 +127,12 @@ void tg_node_scratch(tg_node *n, size_t bytes);
 
 /* The scratch block at run time (size: the largest declared; 64-byte aligned). */
 void *tg_graph_scratch(tg_graph *g);
+
+/* Inside the backward of an op with TG_OP_BWD_FRESH: true when this backward
+ * is the first to touch input k's gradient in this pass, so it must set every
+ * element of it (dx = v rather than dx += v). Always false for a gradient
+ * that is also another input's of n, and for leaves and parameters. */
+bool tg_grad_fresh(const tg_node *n, int k);
 
 #ifdef __cplusplus
 }

@@ -62,11 +62,12 @@ void tg__plan_release(tg_graph *g)
     tg__free(g->remat);
     tg__free(g->remat_fwd);
     tg__free(g->remat_done);
+    tg__free(g->fresh);
     g->block = g->scratch = NULL;
     g->reach = NULL;
     g->first_writer = NULL;
     g->remat = g->remat_fwd = NULL;
-    g->remat_done = NULL;
+    g->remat_done = g->fresh = NULL;
     g->block_bytes = g->scratch_bytes = 0;
     g->planned = g->ran_forward = false;
 }
@@ -139,11 +140,12 @@ tg_status tg_graph_plan(tg_graph *g)
     g->remat = tg__calloc((size_t)N + 1, sizeof *g->remat);
     g->remat_fwd = tg__calloc((size_t)N + 1, sizeof *g->remat_fwd);
     g->remat_done = tg__calloc((size_t)N + 1, 1);
+    g->fresh = tg__calloc((size_t)N + 1, 1);
     int64_t *rd_lo = tg__malloc(((size_t)N + 1) * sizeof *rd_lo);   /* readers' backward times */
     int64_t *rd_hi = tg__malloc(((size_t)N + 1) * sizeof *rd_hi);
     tg_status st = TG_OK;
     if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
-        !g->remat || !g->remat_fwd || !g->remat_done || !rd_lo || !rd_hi)
+        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi)
         goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */

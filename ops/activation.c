@@ -12,7 +12,12 @@
 #ifdef TG_KERNELS
 #include "generic.h"
 
-typedef struct TG_F(gelu_ctx) { tg_node *n; tg_gelu_approx approx; bool vec; } TG_F(gelu_ctx);
+typedef struct TG_F(gelu_ctx) {
+    tg_node *n;
+    tg_gelu_approx approx;
+    bool vec;
+    bool fresh;   /* backward: dx is set (its range zeroed here, while in cache) */
+} TG_F(gelu_ctx);
 
 /* forward:
  *   none: y = x * Phi(x),                Phi(x) = (1 + erf(x / sqrt 2)) / 2
@@ -52,6 +57,7 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *x = c->n->in[0]->value.data, *dy = c->n->grad.data;   /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;                                /* [numel] */
     (void)tid;
+    if (c->fresh) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
 #if TG_KERNELS == 32 && TG_VEC
     if (c->vec) {
         tg__vec_gelu_backward(x + begin, dy + begin, dx + begin, end - begin,
@@ -79,7 +85,8 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
 
 static void TG_F(gelu_run)(tg_node *n, tg_gelu_approx approx, bool backward)
 {
-    TG_F(gelu_ctx) c = {n, approx, TG_KERNELS == 32 && tg__vec_on()};
+    TG_F(gelu_ctx) c = {n, approx, TG_KERNELS == 32 && tg__vec_on(),
+                        backward && tg_grad_fresh(n, 0)};
     tg_parallel_for(n->value.numel, 8192,
                     backward ? TG_F(gelu_backward_range) : TG_F(gelu_forward_range), &c);
 }
@@ -143,7 +150,7 @@ static void gelu_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_gelu = {.name = "gelu", .forward = gelu_forward,
                               .backward = gelu_backward, .describe = gelu_describe,
-                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE};
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE | TG_OP_BWD_FRESH};
 
 tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx)
 {

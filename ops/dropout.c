@@ -17,6 +17,7 @@
 typedef struct TG_F(drop_ctx) {
     tg_node *n;
     int      mode;
+    bool     fresh;   /* backward: dx is set (its range zeroed here, while in cache) */
     TG_T     scale;
     uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
 } TG_F(drop_ctx);
@@ -51,6 +52,7 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
     TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
     const TG_T scale = c->scale;
     (void)tid;
+    if (c->fresh) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
     switch (c->mode) {
     case DROP_COPY:
         for (int64_t i = begin; i < end; i++) dx[i] += dy[i];
@@ -68,7 +70,7 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
 static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
                            uint64_t threshold, bool backward)
 {
-    TG_F(drop_ctx) c = {n, mode, (TG_T)scale, key, threshold};
+    TG_F(drop_ctx) c = {n, mode, backward && tg_grad_fresh(n, 0), (TG_T)scale, key, threshold};
     tg_parallel_for(n->value.numel, 16384,
                     backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
 }
@@ -130,7 +132,8 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
                                  .backward = drop_backward, .describe = drop_describe,
-                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                          TG_OP_BWD_FRESH};
 
 tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
 {

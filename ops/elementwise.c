@@ -43,12 +43,21 @@ static void TG_F(binary_backward)(tg_node *n, int kind)
     TG_T *da = n->in[0]->requires_grad ? n->in[0]->grad.data : NULL;
     TG_T *db = n->in[1]->requires_grad ? n->in[1]->grad.data : NULL;
     const TG_T *dy = n->grad.data, *A = a->data, *B = b->data;
+    /* a fresh gradient (tg_grad_fresh) is zeroed here: row by row, just before
+     * the row adds into it, when the operand has the output's shape (each
+     * element is visited once); whole, up front, when it is broadcast */
+    bool za = da && tg_grad_fresh(n, 0), zb = db && tg_grad_fresh(n, 1);
+    bool za_rows = za && a->numel == n->value.numel, zb_rows = zb && b->numel == n->value.numel;
+    if (za && !za_rows && a->numel) memset(da, 0, (size_t)a->numel * sizeof *da);
+    if (zb && !zb_rows && b->numel) memset(db, 0, (size_t)b->numel * sizeof *db);
     tg__iter it;
     int64_t rows, inner = tg__iter_bcast(&it, &n->value, a, b, &rows);
     int64_t ia = it.stride[1][it.rank - 1], ib = it.stride[2][it.rank - 1];
     for (int64_t row = 0; row < rows; row++, tg__iter_next_row(&it)) {
         const TG_T *g = dy + it.off[0], *aa = A + it.off[1], *bb = B + it.off[2];
         TG_T *ga = da ? da + it.off[1] : NULL, *gb = db ? db + it.off[2] : NULL;
+        if (za_rows) memset(ga, 0, (size_t)inner * sizeof *ga);
+        if (zb_rows) memset(gb, 0, (size_t)inner * sizeof *gb);
         for (int64_t i = 0; i < inner; i++) {
             TG_T av = aa[i * ia], bv = bb[i * ib], gv = g[i];
             switch (kind) {
@@ -163,12 +172,13 @@ static tg_status binary_backward(tg_node *n)
 
 /* add and sub: dx = dy, no value read; mul reads its inputs */
 static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
 static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
 static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT};
-static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_FRESH};
+static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_FRESH};
 
 static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
 {

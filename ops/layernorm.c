@@ -69,6 +69,7 @@ typedef struct TG_F(ln_ctx) {
     int64_t R, N;
     double eps;
     bool vec;                            /* F32 with the vector kernels */
+    bool fresh;                          /* backward: dx is set (rows zeroed here, in cache) */
 } TG_F(ln_ctx);
 
 static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
@@ -92,6 +93,7 @@ static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int t
 {
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
+    if (c->fresh) memset(c->dx + begin * c->N, 0, (size_t)((end - begin) * c->N) * sizeof *c->dx);
 #if TG_KERNELS == 32 && TG_VEC
     if (c->vec) {
         for (int64_t r = begin; r < end; r++)
@@ -153,6 +155,7 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
     if (c.N == 0) return;
     if (n->in[0]->requires_grad) {
         c.dx = n->in[0]->grad.data;
+        c.fresh = tg_grad_fresh(n, 0);
         tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_backward_rows), &c);
     }
     bool dw = w && w->requires_grad, db = b && b->requires_grad;
@@ -214,7 +217,8 @@ static void ln_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
                                     .backward = ln_backward, .describe = ln_describe,
                                     /* reads x, gamma, mean, rstd; cheap to redo */
-                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE};
+                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE |
+                                             TG_OP_BWD_FRESH};
 
 /* weight / bias must have exactly normalized_shape */
 static bool ln_check_param(tg_graph *g, tg_node *p, const char *what, int n_norm,

@@ -38,9 +38,10 @@ static tg_status linear_backward(tg_node *n)
     const linear_attr *a = n->attr;
     tg_dtype dt = n->value.dtype;
     tg_node *x = n->in[0], *w = n->in[1];
-    if (x->requires_grad)
+    if (x->requires_grad)   /* set rather than added to when this is its first writer */
         tg_gemm_batched(dt, false, false, 1, a->M, a->in, a->out, 1.0, n->grad.data, a->out, 0,
-                        w->value.data, a->in, 0, 1.0, x->grad.data, a->in, 0);
+                        w->value.data, a->in, 0, tg_grad_fresh(n, 0) ? 0.0 : 1.0, x->grad.data,
+                        a->in, 0);
     if (w->requires_grad)
         tg_gemm_batched(dt, true, false, 1, a->out, a->in, a->M, 1.0, n->grad.data, a->out, 0,
                         x->value.data, a->in, 0, 1.0, w->grad.data, a->in, 0);
@@ -63,7 +64,8 @@ static void linear_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY};
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY |
+                                         TG_OP_BWD_FRESH};
 
 tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
 {

@@ -159,6 +159,10 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
     TG_T *dk = c->gk ? HEAD((TG_T *)n->in[1]->grad.data, c->S, E) : NULL;
     TG_T *dv = c->gv ? HEAD((TG_T *)n->in[2]->grad.data, c->S, D) : NULL;
     const TG_T scale = (TG_T)c->scale;
+    /* fresh gradients (tg_grad_fresh): this head's rows zeroed here, in cache */
+    for (int64_t i = 0; c->fq && i < c->L; i++) memset(dq + i * HE, 0, (size_t)E * sizeof *dq);
+    for (int64_t j = 0; c->fk && j < c->S; j++) memset(dk + j * HE, 0, (size_t)E * sizeof *dk);
+    for (int64_t j = 0; c->fv && j < c->S; j++) memset(dv + j * HD, 0, (size_t)D * sizeof *dv);
     for (int64_t i0 = 0; i0 < c->L; i0 += c->rb) {
         const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
         const int64_t ncols = c->causal ? i0 + rows : c->S;
@@ -249,6 +253,7 @@ typedef struct {
     size_t  slot_bytes;
     void   *scratch;
     bool    causal, vec, small, backward, gq, gk, gv;
+    bool    fq, fk, fv;      /* backward: that gradient is set, not added to */
     double  scale, dscale;
     int     mode;
     uint64_t key, threshold;
@@ -275,6 +280,9 @@ static void sdpa_run(tg_node *n, bool backward)
         c.gq = n->in[0]->requires_grad;
         c.gk = n->in[1]->requires_grad;
         c.gv = n->in[2]->requires_grad;
+        c.fq = c.gq && tg_grad_fresh(n, 0);
+        c.fk = c.gk && tg_grad_fresh(n, 1);
+        c.fv = c.gv && tg_grad_fresh(n, 2);
     }
     c.items = a->B * a->H * (backward ? 1 : a->nblk);
     c.slots = a->slots < c.items ? a->slots : c.items;
@@ -305,7 +313,12 @@ static tg_status sdpa_forward(tg_node *n)
 static tg_status sdpa_backward(tg_node *n)
 {
     const sdpa_attr *a = n->attr;
-    if (a->S > 0) sdpa_run(n, true);
+    if (a->S > 0) {
+        sdpa_run(n, true);
+    } else if (n->in[0]->requires_grad && tg_grad_fresh(n, 0)) {   /* y = 0: dq = 0 */
+        const tg_tensor *dq = &n->in[0]->grad;
+        if (dq->numel) memset(dq->data, 0, (size_t)dq->numel * tg_dtype_size(dq->dtype));
+    }
     return TG_OK;
 }
 
@@ -316,7 +329,8 @@ static void sdpa_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_sdpa = {.name = "sdpa", .forward = sdpa_forward,
-                              .backward = sdpa_backward, .describe = sdpa_describe};
+                              .backward = sdpa_backward, .describe = sdpa_describe,
+                              .flags = TG_OP_BWD_FRESH};
 
 tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, double scale,
                  double dropout)
