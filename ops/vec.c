@@ -244,7 +244,10 @@ AVX2 void tg__vec_softmax_row_stats(const float *x, float *y, int64_t n, float s
         v8f vm = K(-INFINITY);
         FOR_LANES(i, n) {
             __m256i m = tail_mask(REM < 8 ? REM : 8);
-            v8f z = _mm256_mul_ps(ld_fill(x + i, REM, m, -INFINITY), vs);
+            /* -inf in the lanes past the end after the scaling: a negative
+             * scale would make a -inf fill +inf */
+            v8f z = _mm256_mul_ps(ld(x + i, REM, m), vs);
+            if (REM < 8) z = _mm256_blendv_ps(K(-INFINITY), z, _mm256_castsi256_ps(m));
             vm = _mm256_max_ps(z, vm);   /* a NaN z gives vm back */
         }
         mxs = hmax(vm);

@@ -3,7 +3,9 @@
  * every op on its PyTorch fixtures (the outputs and every --grad file against
  * the fixture at atol 1e-6 / rtol 1e-5), the seed shapes of issue 3, each
  * class of bad input (exit status 2 and exactly one line on stderr), the help
- * (every op, every attribute) and the single-op gradcheck.
+ * (every op, every attribute) and the single-op gradcheck. sdpa also: its
+ * dropout against the unfused four-command chain, its builder's messages
+ * verbatim, zero-size dims.
  *
  * The tgraph binary is the one next to this test binary (build/ or
  * build-asan/: `make test` builds it first). Fixtures: tests/fixtures/gen_*.py;
@@ -178,6 +180,10 @@ static const cli_case cases[] = {
     {"softmax", "select/softmax_dim0", "dim=0", NULL, false},
     {"log_softmax", "select/log_softmax_dim1", "dim=1", NULL, false},
     {"softmax_scaled", "select/softmax_scaled", "dim=-1|scale=0.35355339059327373", NULL, false},
+    {"sdpa", "nn/sdpa_causal", "is_causal=true|scale=0.5", NULL, false},
+    {"sdpa", "nn/sdpa_cross", "", NULL, false},          /* L 4, S 7; scale=null: 1/sqrt(3) */
+    {"sdpa", "nn/sdpa_long_causal", "is_causal=true", NULL, false},   /* 1/sqrt(8); 70 rows */
+    {"sdpa", "nn/sdpa_wide", "scale=0.25", NULL, false},              /* S 600 */
     {"topk", "select/topk_last", "k=3", NULL, false},
     {"topk", "select/topk_dim1_3d", "k=2|dim=1|largest=false", NULL, false},
     {"topk", "select/topk_nan", "k=2|sorted=true", NULL, false},
@@ -560,6 +566,8 @@ typedef struct {
 } err_case;
 
 #define X "$F/basic/exp/in0.npy"              /* float [3, 5] */
+#define SDPA_CROSS "--in|$F/nn/sdpa_cross/in0.npy|--in|$F/nn/sdpa_cross/in1.npy|" \
+                   "--in|$F/nn/sdpa_cross/in2.npy"   /* q [2, 4, 2, 3], k [2, 7, 2, 3], v [2, 7, 2, 5] */
 #define LIN "$F/basic/linear/"
 #define OUT "--out|$T/o.npy"
 
@@ -627,6 +635,20 @@ static const err_case errs[] = {
     {"einops_reduction", "op|reduce|pattern=a b -> a|reduction=prod|--in|" X "|" OUT,
      "reduce: unknown reduction 'prod'"},
     {"dropout_p", "op|dropout|p=1.5|--in|" X "|" OUT, "dropout probability has to be between 0"},
+    {"sdpa_causal_l_ne_s", "op|sdpa|is_causal=true|" SDPA_CROSS "|" OUT,
+     "tgraph op: sdpa: the causal mask needs L == S (query length 4, key length 7)\n"},
+    {"sdpa_rank3_query", "op|sdpa|--in|$F/einops/tsa_merge/out0.npy|--in|$F/nn/sdpa_cross/in1.npy|"
+     "--in|$F/nn/sdpa_cross/in2.npy|" OUT,
+     "tgraph op: sdpa: query, key and value must be 4-d [B, L, H, E], [B, S, H, E] and "
+     "[B, S, H, D]; got [6, 5, 8], [2, 7, 2, 3] and [2, 7, 2, 5]\n"},
+    {"sdpa_two_inputs", "op|sdpa|--in|$F/nn/sdpa_cross/in0.npy|--in|$F/nn/sdpa_cross/in1.npy|" OUT,
+     "sdpa: expected 3 --in files (query, key, value), got 2"},
+    {"sdpa_int_key", "op|sdpa|--in|$F/nn/sdpa_cross/in0.npy|--in|$F/select/gather_dim1/in1.npy|"
+     "--in|$F/nn/sdpa_cross/in2.npy|" OUT, "sdpa: --in #2 (key)"},
+    {"sdpa_bad_bool", "op|sdpa|is_causal=1|" SDPA_CROSS "|" OUT,
+     "is_causal: expected true or false"},
+    {"sdpa_unknown_attr", "op|sdpa|attn_mask=null|" SDPA_CROSS "|" OUT,
+     "sdpa: unknown attribute 'attn_mask' (attributes: is_causal, scale, dropout_p, seed)"},
     {"ln_shape", "op|layer_norm|normalized_shape=[4]|--in|" X "|" OUT,
      "Given normalized_shape=[4], expected input with shape [*, 4]"},
     {"float_mask", "op|masked_fill|value=1|--in|" X "|--in|" X "|" OUT,
@@ -690,6 +712,218 @@ ParameterizedTest(int *i, cli_op, bad_input)
               r->err_lines, r->err);
     cr_assert(strstr(r->err, needle), "%s: stderr\n  %s\nlacks\n  %s", e->name, r->err, needle);
     cr_assert(!strncmp(r->err, "tgraph ", 7), "%s: %s", e->name, r->err);
+    free(r);
+    remove_dir(dir);
+}
+
+/* ---- sdpa beyond its fixtures ---- */
+
+/* Run spec (it must succeed) and load $T/<file>. */
+static tg_tensor *run_and_load(const char *spec, const char *dir, const char *file)
+{
+    char path[512];
+    run_result *r = malloc(sizeof *r);
+    cr_assert(r);
+    run_spec(spec, dir, r);
+    cr_assert(r->status == 0 && r->err[0] == '\0', "%s: exit %d: %s", spec, r->status, r->err);
+    free(r);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return load_abs(path);
+}
+
+static bool same_bits(const tg_tensor *a, const tg_tensor *b)
+{
+    return a->dtype == b->dtype && a->numel == b->numel &&
+           !memcmp(a->data, b->data, (size_t)a->numel * tg_dtype_size(a->dtype));
+}
+
+/* dropout_p > 0 drops weights on every run (F.scaled_dot_product_attention has
+ * no training flag, and tgraph op no eval switch for it): the mask is the one
+ * tg_dropout draws from the same seed over the [B, H, L, S] weights, so the
+ * fused op equals einsum, softmax_scaled, dropout and einsum run as four
+ * commands. The same seed gives the same bits, another seed another mask;
+ * dropout_p=1 gives zeros and zero gradients. */
+Test(cli_op, sdpa_dropout)
+{
+    char dir[256];
+    temp_dir(dir, sizeof dir);
+    tg_tensor *y = run_and_load("op|sdpa|dropout_p=0.5|seed=3|" SDPA_CROSS "|--out|$T/y.npy", dir,
+                                "y.npy");
+    tg_tensor_free(run_and_load("op|einsum|equation=blhe,bshe->bhls|"
+                                "--in|$F/nn/sdpa_cross/in0.npy|--in|$F/nn/sdpa_cross/in1.npy|"
+                                "--out|$T/s.npy", dir, "s.npy"));
+    tg_tensor_free(run_and_load("op|softmax_scaled|dim=-1|scale=0.5773502691896258|"
+                                "--in|$T/s.npy|--out|$T/a.npy", dir, "a.npy"));
+    tg_tensor *a = run_and_load("op|dropout|p=0.5|seed=3|--in|$T/a.npy|--out|$T/ad.npy", dir,
+                                "ad.npy");
+    tg_tensor *chain = run_and_load("op|einsum|equation=bhls,bshd->blhd|--in|$T/ad.npy|"
+                                    "--in|$F/nn/sdpa_cross/in2.npy|--out|$T/yc.npy", dir,
+                                    "yc.npy");
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < a->numel; i++) dropped += tg_tensor_get(a, i) == 0;
+    cr_assert(dropped > 0 && dropped < a->numel, "the chain's dropout dropped %lld of %lld",
+              (long long)dropped, (long long)a->numel);
+    tt_assert_close(y, chain, 1e-6, 1e-5, "sdpa dropout_p=0.5 against the unfused chain");
+    /* not the eval result; the same bits again from seed 3, others from seed 4 */
+    tg_tensor *eval = tt_load("nn/sdpa_cross", "out0.npy");
+    int64_t moved = 0;
+    for (int64_t i = 0; i < y->numel; i++)
+        moved += fabs(tg_tensor_get(y, i) - tg_tensor_get(eval, i)) > 1e-4;
+    cr_assert(moved > 0, "dropout_p=0.5 left every output as without dropout");
+    tg_tensor *again = run_and_load("op|sdpa|dropout_p=0.5|seed=3|" SDPA_CROSS "|--out|$T/y.npy",
+                                    dir, "y.npy");
+    cr_assert(same_bits(y, again), "seed=3 twice gave different bits");
+    tg_tensor *other = run_and_load("op|sdpa|dropout_p=0.5|seed=4|" SDPA_CROSS "|--out|$T/y.npy",
+                                    dir, "y.npy");
+    cr_assert(!same_bits(y, other), "seed=4 gave seed=3's mask");
+    /* p = 1: nothing kept, nothing flows back */
+    tg_tensor *zero = run_and_load("op|sdpa|dropout_p=1|" SDPA_CROSS "|--out|$T/y.npy|"
+                                   "--grad-output|$F/nn/sdpa_cross/dout0.npy|--grad|$T/g0.npy|"
+                                   "--grad|$T/g1.npy|--grad|$T/g2.npy", dir, "y.npy");
+    for (int64_t i = 0; i < zero->numel; i++)
+        cr_assert(tg_tensor_get(zero, i) == 0, "dropout_p=1: y[%lld] = %g", (long long)i,
+                  tg_tensor_get(zero, i));
+    for (int k = 0; k < 3; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/g%d.npy", dir, k);
+        tg_tensor *g = load_abs(path);
+        for (int64_t i = 0; i < g->numel; i++)
+            cr_assert(tg_tensor_get(g, i) == 0, "dropout_p=1: grad %d [%lld] = %g", k,
+                      (long long)i, tg_tensor_get(g, i));
+        tg_tensor_free(g);
+    }
+    tg_tensor_free(y), tg_tensor_free(a), tg_tensor_free(chain), tg_tensor_free(eval);
+    tg_tensor_free(again), tg_tensor_free(other), tg_tensor_free(zero);
+    remove_dir(dir);
+}
+
+/* Bad input gets the builder's own message, unchanged: stderr is exactly
+ * "tgraph op: " and what tg_sdpa puts on a graph given tensors of the same
+ * shapes and the same arguments. */
+typedef struct {
+    const char *attrs;          /* '|'-separated */
+    const char *in[3];          /* under tests/fixtures */
+    bool        causal;
+    double      scale, p;
+} sdpa_err;
+
+#define CQ "nn/sdpa_cross/in0.npy"   /* [2, 4, 2, 3] */
+#define CK "nn/sdpa_cross/in1.npy"   /* [2, 7, 2, 3] */
+#define CV "nn/sdpa_cross/in2.npy"   /* [2, 7, 2, 5] */
+static const sdpa_err sdpa_errs[] = {
+    {"is_causal=true", {CQ, CK, CV}, true, 0.5773502691896258, 0},
+    {"dropout_p=0", {"einops/tsa_merge/out0.npy", CK, CV}, false, 0.35355339059327373, 0},
+    {"is_causal=false", {CQ, "nn/sdpa_causal/in1.npy", CV}, false, 0.5773502691896258, 0},
+    {"seed=1", {CQ, CK, CQ}, false, 0.5773502691896258, 0},
+    {"scale=inf", {CQ, CK, CV}, false, INFINITY, 0},
+    {"scale=-inf|is_causal=false", {CQ, CK, CV}, false, -INFINITY, 0},
+    {"scale=nan", {CQ, CK, CV}, false, NAN, 0},
+    {"dropout_p=1.5", {CQ, CK, CV}, false, 0.5773502691896258, 1.5},
+    {"dropout_p=-0.1|scale=2", {CQ, CK, CV}, false, 2, -0.1},
+    {"dropout_p=nan", {CQ, CK, CV}, false, 0.5773502691896258, NAN},
+};
+#define N_SDPA_ERRS (int)(sizeof sdpa_errs / sizeof *sdpa_errs)
+
+ParameterizedTestParameters(cli_op, sdpa_builder_message)
+{
+    static int idx[N_SDPA_ERRS];
+    for (int i = 0; i < N_SDPA_ERRS; i++) idx[i] = i;
+    return cr_make_param_array(int, idx, N_SDPA_ERRS);
+}
+
+ParameterizedTest(int *i, cli_op, sdpa_builder_message)
+{
+    const sdpa_err *e = &sdpa_errs[*i];
+    char dir[256], spec[2048], want[1024];
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *in[3];
+    int at = snprintf(spec, sizeof spec, "op|sdpa|%s", e->attrs);
+    for (int k = 0; k < 3; k++) {
+        tg_tensor *t = tt_load(".", e->in[k]);
+        in[k] = tg_input(g, "x", TG_F32, t->rank, t->shape);
+        tg_tensor_free(t);
+        at += snprintf(spec + at, sizeof spec - (size_t)at, "|--in|$F/%s", e->in[k]);
+    }
+    snprintf(spec + at, sizeof spec - (size_t)at, "|--out|$T/o.npy");
+    cr_assert_null(tg_sdpa(g, in[0], in[1], in[2], e->causal, e->scale, e->p));
+    snprintf(want, sizeof want, "tgraph op: %s\n", tg_graph_error(g));
+    tg_graph_free(g);
+    run_result *r = malloc(sizeof *r);
+    temp_dir(dir, sizeof dir);
+    run_spec(spec, dir, r);
+    cr_assert(r->status == 2, "%s: exit %d (stderr: %s)", spec, r->status, r->err);
+    cr_assert(!strcmp(r->err, want), "%s: stderr\n  %s\nexpected\n  %s", spec, r->err, want);
+    free(r);
+    remove_dir(dir);
+}
+
+/* A [rank 4] float32 file of N(0, 1) values under dir; the tensor is returned. */
+static tg_tensor *save_randn(const char *dir, const char *name, const int64_t *shape,
+                             uint64_t seed)
+{
+    char path[512];
+    tg_tensor *t = tg_tensor_new(TG_F32, 4, shape);
+    cr_assert(t);
+    tt_randn(t, seed);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert(tg_npy_save(path, t) == TG_OK, "%s: %s", path, tg_last_error());
+    return t;
+}
+
+/* Zero-size dims: L = 0 gives [B, 0, H, D]; S = 0 gives zeros (the softmax
+ * over nothing, y a sum of no terms) and a zero dq; E = 0 with a scale gives
+ * uniform weights (y = the mean of v over S), and with the default scale
+ * 1/sqrt(0) the builder's "scale must be finite". */
+Test(cli_op, sdpa_zero_sizes)
+{
+    char dir[256];
+    temp_dir(dir, sizeof dir);
+    tg_tensor_free(save_randn(dir, "q_l0.npy", (int64_t[]){2, 0, 1, 3}, 1));
+    tg_tensor_free(save_randn(dir, "k.npy", (int64_t[]){2, 4, 1, 3}, 2));
+    tg_tensor_free(save_randn(dir, "v.npy", (int64_t[]){2, 4, 1, 5}, 3));
+    tg_tensor *y = run_and_load("op|sdpa|--in|$T/q_l0.npy|--in|$T/k.npy|--in|$T/v.npy|"
+                                "--out|$T/y.npy", dir, "y.npy");
+    cr_assert(y->rank == 4 && y->shape[0] == 2 && y->shape[1] == 0 && y->shape[2] == 1 &&
+              y->shape[3] == 5, "L = 0: wrong output shape");
+    tg_tensor_free(y);
+
+    tg_tensor_free(save_randn(dir, "q.npy", (int64_t[]){1, 3, 2, 3}, 4));
+    tg_tensor_free(save_randn(dir, "k_s0.npy", (int64_t[]){1, 0, 2, 3}, 5));
+    tg_tensor_free(save_randn(dir, "v_s0.npy", (int64_t[]){1, 0, 2, 5}, 6));
+    tg_tensor_free(save_randn(dir, "dy.npy", (int64_t[]){1, 3, 2, 5}, 7));
+    y = run_and_load("op|sdpa|--in|$T/q.npy|--in|$T/k_s0.npy|--in|$T/v_s0.npy|--out|$T/y.npy|"
+                     "--grad-output|$T/dy.npy|--grad|$T/gq.npy|--grad|$T/gk.npy|--grad|$T/gv.npy",
+                     dir, "y.npy");
+    cr_assert(y->numel == 3 * 2 * 5);
+    for (int64_t i = 0; i < y->numel; i++) cr_assert(tg_tensor_get(y, i) == 0, "S = 0: y != 0");
+    tg_tensor_free(y);
+    char path[512];
+    snprintf(path, sizeof path, "%s/gq.npy", dir);
+    tg_tensor *gq = load_abs(path);
+    cr_assert(gq->numel == 3 * 2 * 3);
+    for (int64_t i = 0; i < gq->numel; i++) cr_assert(tg_tensor_get(gq, i) == 0, "S = 0: dq != 0");
+    tg_tensor_free(gq);
+
+    tg_tensor_free(save_randn(dir, "q_e0.npy", (int64_t[]){1, 3, 2, 0}, 8));
+    tg_tensor_free(save_randn(dir, "k_e0.npy", (int64_t[]){1, 4, 2, 0}, 9));
+    tg_tensor *v = save_randn(dir, "v_e.npy", (int64_t[]){1, 4, 2, 5}, 10);
+    y = run_and_load("op|sdpa|scale=1|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|"
+                     "--out|$T/y.npy", dir, "y.npy");
+    for (int64_t l = 0; l < 3; l++)
+        for (int64_t h = 0; h < 2; h++)
+            for (int64_t d = 0; d < 5; d++) {
+                double mean = 0;
+                for (int64_t s2 = 0; s2 < 4; s2++) mean += tg_tensor_get(v, (s2 * 2 + h) * 5 + d) / 4;
+                double got = tg_tensor_get(y, (l * 2 + h) * 5 + d);
+                cr_assert(fabs(got - mean) <= 1e-6, "E = 0: y[0,%lld,%lld,%lld] = %g, want %g",
+                          (long long)l, (long long)h, (long long)d, got, mean);
+            }
+    tg_tensor_free(y);
+    tg_tensor_free(v);
+    run_result *r = malloc(sizeof *r);
+    run_spec("op|sdpa|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|--out|$T/y.npy", dir, r);
+    cr_assert(r->status == 2 && !strcmp(r->err, "tgraph op: sdpa: scale must be finite, got inf\n"),
+              "E = 0, default scale: exit %d: %s", r->status, r->err);
     free(r);
     remove_dir(dir);
 }
@@ -878,6 +1112,20 @@ Test(cli_op, gradcheck_random_shapes)
     expect_gradcheck("gradcheck|div|--shape|3,4|--shape|4", 0, 2);
     expect_gradcheck("gradcheck|dropout|p=0.4|--shape|5,6", 0, 1);
     expect_gradcheck("gradcheck|mse_loss|--shape||--shape|[]", 0, 2);   /* 0-d */
+}
+
+/* sdpa in float64 from random inputs: causal, cross with the default scale,
+ * a negative scale, and dropout (gradcheck restores the graph's RNG before
+ * each evaluation, so every probe sees the same mask) */
+Test(cli_op, gradcheck_sdpa)
+{
+    expect_gradcheck("gradcheck|sdpa|is_causal=true|--shape|2,5,2,3|--shape|2,5,2,3|"
+                     "--shape|2,5,2,4", 0, 3);
+    expect_gradcheck("gradcheck|sdpa|--shape|1,3,2,4|--shape|1,6,2,4|--shape|1,6,2,2", 0, 3);
+    expect_gradcheck("gradcheck|sdpa|scale=-0.8|--shape|1,4,1,9|--shape|1,4,1,9|--shape|1,4,1,3"
+                     "|--seed|3", 0, 3);
+    expect_gradcheck("gradcheck|sdpa|dropout_p=0.3|seed=2|is_causal=true|--shape|2,4,2,3|"
+                     "--shape|2,4,2,3|--shape|2,4,2,2", 0, 3);
 }
 
 Test(cli_op, gradcheck_files)

@@ -2,16 +2,21 @@
  * test_vec.c - the AVX2 float32 row kernels (ops/vec.c) against the portable
  * kernels they replace, and the vector maths against libm.
  *
- * Each op (softmax, softmax_scaled, log_softmax, layer_norm with and without
- * affine, GELU exact and tanh) runs forward and backward twice on the same
- * data, once with the portable path forced (tg__vec_set(0)) and once with the
- * vector path, over row lengths 1..67 (every vector tail) and rows of special
+ * Each op (softmax, softmax_scaled with a positive and a negative scale,
+ * log_softmax, layer_norm with and without affine, GELU exact and tanh) runs
+ * forward and backward twice on the same data, once with the portable path
+ * forced (tg__vec_set(0)) and once with the vector path, over row lengths
+ * 1..67 (every vector tail) and rows of special
  * values: masked (-inf) entries, fully masked rows (NaN rows, as PyTorch),
  * +inf, NaN, huge and subnormal entries. NaN must match NaN, inf the same inf,
  * the rest agree within a few float ulps (the exp / erf / tanh differ from
  * libm's by an ulp or so, and the double sums are added in another order).
  * On a CPU without AVX2 + FMA both runs take the portable path and the maths
  * tests only check that the switch stays off.
+ *
+ * The fused attention's kernels (the small GEMMs, dot, softmax_row_stats) are
+ * also called directly, against double-precision loops (the end of the file;
+ * skipped on a CPU without AVX2 + FMA).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -38,9 +43,11 @@ static float randn(void)
 }
 
 typedef enum {
-    K_SOFTMAX, K_SOFTMAX_SCALED, K_LOG_SOFTMAX, K_LN, K_LN_AFFINE, K_GELU, K_GELU_TANH, K_COUNT
+    K_SOFTMAX, K_SOFTMAX_SCALED, K_SOFTMAX_NEG, K_LOG_SOFTMAX, K_LN, K_LN_AFFINE, K_GELU,
+    K_GELU_TANH, K_COUNT
 } kind;
-static const char *const kind_name[K_COUNT] = {"softmax", "softmax_scaled", "log_softmax",
+static const char *const kind_name[K_COUNT] = {"softmax", "softmax_scaled",
+                                               "softmax_scaled_negative", "log_softmax",
                                                "layer_norm", "layer_norm_affine", "gelu",
                                                "gelu_tanh"};
 
@@ -78,6 +85,7 @@ static result run_op(kind k, int64_t R, int64_t n, const float *x, const float *
     switch (k) {
     case K_SOFTMAX: y = tg_softmax(g, xi, -1); break;
     case K_SOFTMAX_SCALED: y = tg_softmax_scaled(g, xi, -1, 0.125); break;
+    case K_SOFTMAX_NEG: y = tg_softmax_scaled(g, xi, -1, -0.7); break;
     case K_LOG_SOFTMAX: y = tg_log_softmax(g, xi, -1); break;
     case K_LN: y = tg_layer_norm(g, xi, 1, &n, NULL, NULL, 1e-5); break;
     case K_LN_AFFINE: y = tg_layer_norm(g, xi, 1, &n, w, b, 1e-5); break;
@@ -172,6 +180,7 @@ static void sweep(kind k)
 
 Test(vec, softmax_lengths_and_specials) { sweep(K_SOFTMAX); }
 Test(vec, softmax_scaled_lengths_and_specials) { sweep(K_SOFTMAX_SCALED); }
+Test(vec, softmax_scaled_negative_lengths_and_specials) { sweep(K_SOFTMAX_NEG); }
 Test(vec, log_softmax_lengths_and_specials) { sweep(K_LOG_SOFTMAX); }
 Test(vec, layer_norm_lengths_and_specials) { sweep(K_LN); }
 Test(vec, layer_norm_affine_lengths_and_specials) { sweep(K_LN_AFFINE); }
@@ -345,5 +354,294 @@ Test(vec_math, tanh_accuracy)
 Test(vec_math, no_vector_path)
 {
     cr_assert(!tg__vec_supported() && !tg__vec_set(1) && !tg__vec_on());
+}
+#endif
+
+/* ---- the fused attention's kernels, called directly, against double loops ----
+ * tg__vec_gemm_small (A strided either way, B row-major), tg__vec_gemm_nt_small
+ * (A B^T, depth contiguous), tg__vec_dot and tg__vec_softmax_row_stats, which
+ * tg_sdpa reaches only for some shapes. Every storage cell a kernel must not
+ * read holds NaN (A's and B's padding, C when beta == 0, the floats past a
+ * row's end), and every cell it must not write holds a sentinel that has to
+ * come back bit for bit (C's padding columns when ldc > N, a guard after C). */
+#if TG_VEC
+#define NEED_VEC()                                                                      \
+    do {                                                                                \
+        if (!tg__vec_supported())                                                       \
+            cr_skip_test("this CPU lacks AVX2 + FMA: the vector kernels cannot run");   \
+    } while (0)
+
+#define C_GUARD 11                  /* floats after C's last row that must stay untouched */
+static const float SENTINEL = -31415.9f;
+
+/* n floats of NaN (a valid pointer for n == 0 too) */
+static float *nan_floats(int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    cr_assert(p);
+    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+
+/* One product C = alpha A B + beta C as the kernels see it: A(i, p) =
+ * A[i * ars + p * acs], B(p, j) = B[p * brs + j * bcs], C [M, N] with row
+ * stride ldc. */
+typedef struct {
+    const char *kernel;
+    int64_t     M, N, K, ars, acs, brs, bcs, ldc;
+    float       alpha, beta;
+} mm_case;
+
+/* C (after the call) against the double product from A, B and C0 (C before
+ * it): each entry within 1e-5 of the sum of its terms' magnitudes (the float
+ * FMA chain's error), exactly 0 when there are none; the padding and the
+ * guard bit for bit as in C0. */
+static void mm_check(const mm_case *s, const float *A, const float *B, const float *C0,
+                     const float *C)
+{
+    for (int64_t i = 0; i < s->M; i++) {
+        for (int64_t j = 0; j < s->N; j++) {
+            double acc = 0, mag = 0;
+            for (int64_t p = 0; p < s->K; p++) {
+                double t = (double)A[i * s->ars + p * s->acs] * B[p * s->brs + j * s->bcs];
+                acc += t;
+                mag += fabs(t);
+            }
+            double want = s->alpha * acc, bound = fabs((double)s->alpha) * mag;
+            const double c0 = C0[i * s->ldc + j];
+            if (s->beta != 0) want += s->beta * c0, bound += fabs(s->beta * c0);
+            const float got = C[i * s->ldc + j];
+            if (!(isfinite(got) && fabs(got - want) <= 1e-5 * bound))
+                cr_assert_fail("%s M=%ld N=%ld K=%ld alpha=%g beta=%g ldc=%ld: C[%ld][%ld] = "
+                               "%.9g, want %.9g (bound %.3g)", s->kernel, (long)s->M,
+                               (long)s->N, (long)s->K, s->alpha, s->beta, (long)s->ldc,
+                               (long)i, (long)j, got, want, 1e-5 * bound);
+        }
+        for (int64_t j = s->N; j < s->ldc; j++)
+            if (memcmp(&C[i * s->ldc + j], &C0[i * s->ldc + j], sizeof(float)))
+                cr_assert_fail("%s M=%ld N=%ld K=%ld ldc=%ld: padding C[%ld][%ld] written "
+                               "(%.9g)", s->kernel, (long)s->M, (long)s->N, (long)s->K,
+                               (long)s->ldc, (long)i, (long)j, C[i * s->ldc + j]);
+    }
+    for (int64_t g = 0; g < C_GUARD; g++)
+        if (memcmp(&C[s->M * s->ldc + g], &C0[s->M * s->ldc + g], sizeof(float)))
+            cr_assert_fail("%s M=%ld N=%ld K=%ld ldc=%ld: wrote %ld floats past C's last row",
+                           s->kernel, (long)s->M, (long)s->N, (long)s->K, (long)s->ldc,
+                           (long)g + 1);
+}
+
+/* C storage [M, ldc] plus the guard: the sentinel everywhere, then the M x N
+ * entries NaN (beta == 0: they must not be read) or random; C0 a copy. */
+static void mm_fill_c(const mm_case *s, float **C, float **C0)
+{
+    const int64_t total = s->M * s->ldc + C_GUARD;
+    *C = nan_floats(total);
+    *C0 = nan_floats(total);
+    for (int64_t k = 0; k < total; k++) (*C)[k] = SENTINEL;
+    for (int64_t i = 0; i < s->M; i++)
+        for (int64_t j = 0; j < s->N; j++) (*C)[i * s->ldc + j] = s->beta == 0 ? NAN : randn();
+    memcpy(*C0, *C, sizeof(float) * (size_t)total);
+}
+
+/* tg__vec_gemm_small: A row-major [M, K] (lda = K + pad: rs = lda, cs = 1) or
+ * stored transposed [K, M] (lda = M + pad: rs = 1, cs = lda); B [K, N] with
+ * ldb = N + pad; C with ldc = N + pad. */
+static void gemm_small_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, bool ta,
+                            int64_t pad)
+{
+    const int64_t lda = (ta ? M : K) + pad, ldb = N + pad;
+    mm_case s = {"gemm_small", M, N, K, ta ? 1 : lda, ta ? lda : 1, ldb, 1, N + pad, alpha, beta};
+    float *A = nan_floats((ta ? K : M) * lda), *B = nan_floats(K * ldb), *C, *C0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t p = 0; p < K; p++) A[i * s.ars + p * s.acs] = randn();
+    for (int64_t p = 0; p < K; p++)
+        for (int64_t j = 0; j < N; j++) B[p * ldb + j] = randn();
+    mm_fill_c(&s, &C, &C0);
+    tg__vec_gemm_small(M, N, K, alpha, A, s.ars, s.acs, B, ldb, beta, C, s.ldc);
+    mm_check(&s, A, B, C0, C);
+    free(A), free(B), free(C), free(C0);
+}
+
+/* tg__vec_gemm_nt_small: A [M, K] (lda = K + pad), B [N, K] (ldb = K + pad + 1),
+ * C with ldc = N + pad. */
+static void gemm_nt_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, int64_t pad)
+{
+    const int64_t lda = K + pad, ldb = K + pad + 1;
+    mm_case s = {"gemm_nt_small", M, N, K, lda, 1, 1, ldb, N + pad, alpha, beta};
+    float *A = nan_floats(M * lda), *B = nan_floats(N * ldb), *C, *C0;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t p = 0; p < K; p++) A[i * lda + p] = randn();
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t p = 0; p < K; p++) B[j * ldb + p] = randn();
+    mm_fill_c(&s, &C, &C0);
+    tg__vec_gemm_nt_small(M, N, K, alpha, A, lda, B, ldb, beta, C, s.ldc);
+    mm_check(&s, A, B, C0, C);
+    free(A), free(B), free(C), free(C0);
+}
+
+/* M 1..9 (odd: a lone last row), N 1..70 (every tail 1..7 of the 8-wide
+ * vectors, one and three passes of 32 columns), depths around the 8-lane
+ * steps; each with beta 0 (C NaN) and beta != 0, A in both layouts, padded
+ * and unpadded. */
+Test(vec_kernels, gemm_small_shapes)
+{
+    NEED_VEC();
+    rng_state = 11;
+    static const int64_t depths[] = {0, 1, 3, 8, 13, 40};
+    for (int64_t M = 1; M <= 9; M++)
+        for (int64_t N = 1; N <= 70; N++)
+            for (size_t d = 0; d < sizeof depths / sizeof *depths; d++) {
+                const int64_t K = depths[d];
+                const float alpha = (M + N) % 2 ? 1.5f : -0.625f;
+                for (int ta = 0; ta < 2; ta++) {
+                    const int64_t pad = (N + K + ta) % 3 * 2;   /* 0, 2 or 4 */
+                    gemm_small_case(M, N, K, alpha, 0, ta, pad);
+                    gemm_small_case(M, N, K, alpha, ta ? 0.5f : -2.0f, ta, pad);
+                }
+            }
+}
+
+/* every depth 0..40 on a few shapes */
+Test(vec_kernels, gemm_small_depths)
+{
+    NEED_VEC();
+    rng_state = 12;
+    static const int64_t shapes[][2] = {{1, 1}, {2, 7}, {3, 32}, {5, 33}, {4, 64}, {7, 39},
+                                        {9, 70}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int64_t K = 0; K <= 40; K++)
+            for (int ta = 0; ta < 2; ta++) {
+                gemm_small_case(shapes[s][0], shapes[s][1], K, 0.75f, 0, ta, 3);
+                gemm_small_case(shapes[s][0], shapes[s][1], K, -1.25f, 1.5f, ta, 0);
+            }
+}
+
+/* M 1..9, N 1..70 (blocks of 4 columns and their 1..3 remainders), depth 0,
+ * 1..9, and around 16, 24, 32, 40 (the masked last depth step and none) */
+Test(vec_kernels, gemm_nt_small_shapes)
+{
+    NEED_VEC();
+    rng_state = 13;
+    static const int64_t depths[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 24, 31, 33, 40};
+    for (int64_t M = 1; M <= 9; M++)
+        for (int64_t N = 1; N <= 70; N++)
+            for (size_t d = 0; d < sizeof depths / sizeof *depths; d++) {
+                const int64_t K = depths[d], pad = (M + N + K) % 3 * 3;   /* 0, 3 or 6 */
+                const float alpha = (M + K) % 2 ? 0.375f : -1.75f;
+                gemm_nt_case(M, N, K, alpha, 0, pad);
+                gemm_nt_case(M, N, K, alpha, N % 2 ? 0.25f : -3.0f, pad);
+            }
+}
+
+/* every depth 0..40 on a few shapes */
+Test(vec_kernels, gemm_nt_small_depths)
+{
+    NEED_VEC();
+    rng_state = 14;
+    static const int64_t shapes[][2] = {{1, 1}, {2, 4}, {3, 5}, {8, 7}, {9, 64}, {5, 70}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int64_t K = 0; K <= 40; K++) {
+            gemm_nt_case(shapes[s][0], shapes[s][1], K, 2.5f, 0, 1);
+            gemm_nt_case(shapes[s][0], shapes[s][1], K, -0.5f, 0.75f, 0);
+        }
+}
+
+/* sum x y in double: within 1e-12 of the double loop relative to sum |x y|
+ * (the products are exact in double; only the order of the additions
+ * differs); NaN past the end is not read; a NaN inside gives NaN. */
+Test(vec_kernels, dot)
+{
+    NEED_VEC();
+    rng_state = 15;
+    static const int64_t lengths[] = {127, 128, 129, 515};
+    for (int64_t t = 1; t <= 70 + 4; t++) {
+        const int64_t n = t <= 70 ? t : lengths[t - 71];
+        float *x = nan_floats(n + 8), *y = nan_floats(n + 8);
+        for (int64_t i = 0; i < n; i++) {
+            x[i] = randn() * (t % 3 ? 1.0f : 1e4f);
+            y[i] = randn() * (t % 5 ? 1.0f : 1e-3f);
+        }
+        double want = 0, mag = 0;
+        for (int64_t i = 0; i < n; i++) {
+            want += (double)x[i] * y[i];
+            mag += fabs((double)x[i] * y[i]);
+        }
+        const double got = tg__vec_dot(x, y, n);
+        cr_assert(fabs(got - want) <= 1e-12 * mag, "dot n=%ld: %.17g, want %.17g", (long)n, got,
+                  want);
+        x[n - 1] = NAN;
+        cr_assert(isnan(tg__vec_dot(x, y, n)), "dot n=%ld: NaN in the last entry", (long)n);
+        free(x), free(y);
+    }
+}
+
+/* softmax_row_stats over the special-value rows, n 1..70, four scales:
+ *  - given=false writes the stats; its y is tg__vec_softmax_row's, bit for bit;
+ *  - given=true with those stats rebuilds y bit for bit and leaves them alone;
+ *  - max equals the reference max(scale * x) (NaN skipped) exactly, 1 / sum
+ *    agrees with the double reference within 1e-6 relative (NaN when the
+ *    reference is: a NaN or +inf entry, a fully masked row);
+ *  - y agrees with exp(z - max) / sum in double (all NaN on a NaN row). */
+Test(vec_kernels, softmax_row_stats)
+{
+    NEED_VEC();
+    rng_state = 16;
+    static const float scales[] = {1.0f, 0.125f, -0.7f, 3.0f};
+    for (int64_t n = 1; n <= 70; n++) {
+        float *x = nan_floats(n + 8), *y0 = nan_floats(n + 8), *y1 = nan_floats(n + 8);
+        float *y2 = nan_floats(n + 8);
+        for (int r = 0; r < ROWS; r++) {
+            fill_row(x, r, n);   /* x[n..n+8) stay NaN: must not be read */
+            for (size_t k = 0; k < sizeof scales / sizeof *scales; k++) {
+                const float sc = scales[k];
+                float m = 12345.0f;
+                double rs = 12345.0;
+                tg__vec_softmax_row_stats(x, y1, n, sc, &m, &rs, false);
+                tg__vec_softmax_row(x, y0, n, sc);
+                cr_assert(!memcmp(y0, y1, sizeof(float) * (size_t)n),
+                          "n=%ld row %d scale %g: stats(given=false) differs from softmax_row",
+                          (long)n, r, sc);
+                float m2 = m;
+                double rs2 = rs;
+                tg__vec_softmax_row_stats(x, y2, n, sc, &m2, &rs2, true);
+                cr_assert(!memcmp(y1, y2, sizeof(float) * (size_t)n),
+                          "n=%ld row %d scale %g: given=true does not rebuild y", (long)n, r, sc);
+                cr_assert(!memcmp(&m, &m2, sizeof m) && !memcmp(&rs, &rs2, sizeof rs),
+                          "n=%ld row %d scale %g: given=true changed the stats", (long)n, r, sc);
+                for (int64_t j = n; j < n + 8; j++)
+                    cr_assert(isnan(y1[j]) && isnan(y2[j]), "n=%ld: wrote y[%ld]", (long)n,
+                              (long)j);
+                /* the reference */
+                float want_m = -INFINITY;
+                for (int64_t j = 0; j < n; j++) {
+                    const float z = sc * x[j];
+                    if (z > want_m) want_m = z;
+                }
+                cr_assert(m == want_m, "n=%ld row %d scale %g: max %.9g, want %.9g", (long)n,
+                          r, sc, m, want_m);
+                double sum = 0;
+                for (int64_t j = 0; j < n; j++) sum += exp((double)(sc * x[j]) - want_m);
+                const double want_rs = 1.0 / sum;
+                if (isnan(want_rs)) {
+                    cr_assert(isnan(rs), "n=%ld row %d scale %g: 1/sum %.17g, want NaN",
+                              (long)n, r, sc, rs);
+                    for (int64_t j = 0; j < n; j++)
+                        cr_assert(isnan(y1[j]), "n=%ld row %d: y[%ld] = %g on a NaN row",
+                                  (long)n, r, (long)j, y1[j]);
+                    continue;
+                }
+                cr_assert(fabs(rs - want_rs) <= 1e-6 * want_rs,
+                          "n=%ld row %d scale %g: 1/sum %.17g, want %.17g", (long)n, r, sc, rs,
+                          want_rs);
+                for (int64_t j = 0; j < n; j++) {
+                    const double want_y = exp((double)(sc * x[j]) - want_m) * want_rs;
+                    cr_assert(fabs(y1[j] - want_y) <= 1e-9 + 4e-6 * want_y,
+                              "n=%ld row %d scale %g: y[%ld] = %.9g, want %.9g", (long)n, r, sc,
+                              (long)j, y1[j], want_y);
+                }
+            }
+        }
+        free(x), free(y0), free(y1), free(y2);
+    }
 }
 #endif

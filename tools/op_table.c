@@ -9,6 +9,7 @@
  * tensor can be, a dim that does not fit an int, src and value= both given).
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,22 @@ GLUE(b_softmax_scaled)
     int dim;
     if (!get_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
     return ONE(tg_softmax_scaled(g, in[0], dim, get_f(c, "scale")));
+}
+
+/* F.scaled_dot_product_attention applies dropout_p whenever it is > 0 (it has
+ * no training flag), so the graph is put in training mode here, as dropout's
+ * glue does for training=true; seed= seeds the mask. scale=null is PyTorch's
+ * 1 / sqrt(E), E = query.shape[-1] (1 for a query the builder will reject). */
+GLUE(b_sdpa)
+{
+    (void)n_in;
+    const tg_tensor *q = val(in[0]);
+    double scale = !is_null(c, "scale") ? get_f(c, "scale")
+                   : q->rank > 0 ? 1.0 / sqrt((double)q->shape[q->rank - 1]) : 1.0;
+    tg_graph_set_training(g, true);
+    tg_graph_seed(g, (uint64_t)get_int(c, "seed"));
+    return ONE(tg_sdpa(g, in[0], in[1], in[2], get_bool(c, "is_causal"), scale,
+                       get_f(c, "dropout_p")));
 }
 
 GLUE(b_topk)
@@ -471,6 +488,11 @@ static const tg_op_def table[] = {
     {"softmax_scaled", "softmax(scale * input, dim) in one op (tgraph)",
      {DIM_REQ, {"scale", TG_OP_FLOAT, NULL, false}}, false, {IN("input")}, 1, false, 1,
      b_softmax_scaled, NULL, "softmax_scaled dim=-1 scale=0.125 --in x.npy --out y.npy"},
+    {"sdpa", "F.scaled_dot_product_attention on [B, L, H, E] (TSL's layout; tgraph)",
+     {{"is_causal", TG_OP_BOOL, "false", false}, {"scale", TG_OP_FLOAT, "null", true},
+      {"dropout_p", TG_OP_FLOAT, "0.0", false}, {"seed", TG_OP_INT, "0", false}}, false,
+     {IN("query"), IN("key"), IN("value")}, 3, false, 1, b_sdpa, NULL,
+     "sdpa is_causal=true --in q.npy --in k.npy --in v.npy --out y.npy"},
     {"topk", "torch.topk(input, k, dim, largest, sorted) -> values, int64 indices",
      {{"k", TG_OP_INT, NULL, false}, {"dim", TG_OP_INT, "-1", false},
       {"largest", TG_OP_BOOL, "true", false}, {"sorted", TG_OP_BOOL, "true", false}},
