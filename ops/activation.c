@@ -16,7 +16,7 @@ typedef struct TG_F(gelu_ctx) {
     tg_node *n;
     tg_gelu_approx approx;
     bool vec;
-    bool fresh;   /* backward: dx is set (its range zeroed here, while in cache) */
+    bool fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
 } TG_F(gelu_ctx);
 
 /* forward:
@@ -57,11 +57,10 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *x = c->n->in[0]->value.data, *dy = c->n->grad.data;   /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;                                /* [numel] */
     (void)tid;
-    if (c->fresh) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
 #if TG_KERNELS == 32 && TG_VEC
     if (c->vec) {
         tg__vec_gelu_backward(x + begin, dy + begin, dx + begin, end - begin,
-                              c->approx == TG_GELU_TANH);
+                              c->approx == TG_GELU_TANH, c->fresh);
         return;
     }
 #endif
@@ -71,14 +70,15 @@ static void TG_F(gelu_backward_range)(void *vctx, int64_t begin, int64_t end, in
             TG_T u = (TG_T)GELU_K_TANH * (v + (TG_T)GELU_C * v * v * v);
             TG_T t = TG_M(tanh)(u);
             TG_T du = (TG_T)GELU_K_TANH * (1 + 3 * (TG_T)GELU_C * v * v);
-            dx[i] += dy[i] * ((TG_T)0.5 * (1 + t) + (TG_T)0.5 * v * (1 - t * t) * du);
+            dx[i] = (c->fresh ? 0 : dx[i]) +
+                    dy[i] * ((TG_T)0.5 * (1 + t) + (TG_T)0.5 * v * (1 - t * t) * du);
         }
     } else {
         for (int64_t i = begin; i < end; i++) {
             TG_T v = x[i];
             TG_T cdf = (TG_T)0.5 * (1 + TG_M(erf)(v * (TG_T)GELU_SQRT1_2));
             TG_T pdf = TG_M(exp)((TG_T)-0.5 * v * v) * (TG_T)GELU_INV_SQRT_2PI;
-            dx[i] += dy[i] * (cdf + v * pdf);
+            dx[i] = (c->fresh ? 0 : dx[i]) + dy[i] * (cdf + v * pdf);
         }
     }
 }

@@ -17,7 +17,7 @@
 typedef struct TG_F(drop_ctx) {
     tg_node *n;
     int      mode;
-    bool     fresh;   /* backward: dx is set (its range zeroed here, while in cache) */
+    bool     fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
     TG_T     scale;
     uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
 } TG_F(drop_ctx);
@@ -51,18 +51,19 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *dy = c->n->grad.data;            /* [numel] */
     TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
     const TG_T scale = c->scale;
+    const bool fresh = c->fresh;   /* dx = 0 + ..., not read */
     (void)tid;
-    if (c->fresh) memset(dx + begin, 0, (size_t)(end - begin) * sizeof *dx);
     switch (c->mode) {
     case DROP_COPY:
-        for (int64_t i = begin; i < end; i++) dx[i] += dy[i];
+        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i];
         break;
     case DROP_ZERO:
-        for (int64_t i = begin; i < end; i++) dx[i] += dy[i] * (TG_T)0;
+        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i] * (TG_T)0;
         break;
     default:
         for (int64_t i = begin; i < end; i++)
-            dx[i] += dy[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
+            dx[i] = (fresh ? 0 : dx[i]) +
+                    dy[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
         break;
     }
 }

@@ -43,43 +43,45 @@ static void TG_F(binary_backward)(tg_node *n, int kind)
     TG_T *da = n->in[0]->requires_grad ? n->in[0]->grad.data : NULL;
     TG_T *db = n->in[1]->requires_grad ? n->in[1]->grad.data : NULL;
     const TG_T *dy = n->grad.data, *A = a->data, *B = b->data;
-    /* a fresh gradient (tg_grad_fresh) is zeroed here: row by row, just before
-     * the row adds into it, when the operand has the output's shape (each
-     * element is visited once); whole, up front, when it is broadcast */
+    /* A fresh gradient (tg_grad_fresh) starts at 0: set (0 + v) where the
+     * operand has the output's shape, each element being visited once;
+     * zeroed up front where it is broadcast (its elements take sums). */
     bool za = da && tg_grad_fresh(n, 0), zb = db && tg_grad_fresh(n, 1);
-    bool za_rows = za && a->numel == n->value.numel, zb_rows = zb && b->numel == n->value.numel;
-    if (za && !za_rows && a->numel) memset(da, 0, (size_t)a->numel * sizeof *da);
-    if (zb && !zb_rows && b->numel) memset(db, 0, (size_t)b->numel * sizeof *db);
+    const bool fa = za && a->numel == n->value.numel, fb = zb && b->numel == n->value.numel;
+    if (za && !fa && a->numel) memset(da, 0, (size_t)a->numel * sizeof *da);
+    if (zb && !fb && b->numel) memset(db, 0, (size_t)b->numel * sizeof *db);
     tg__iter it;
     int64_t rows, inner = tg__iter_bcast(&it, &n->value, a, b, &rows);
     int64_t ia = it.stride[1][it.rank - 1], ib = it.stride[2][it.rank - 1];
+#define GA(v) ga[i * ia] = (fa ? 0 : ga[i * ia]) + (v)
+#define GB(v) gb[i * ib] = (fb ? 0 : gb[i * ib]) + (v)
     for (int64_t row = 0; row < rows; row++, tg__iter_next_row(&it)) {
         const TG_T *g = dy + it.off[0], *aa = A + it.off[1], *bb = B + it.off[2];
         TG_T *ga = da ? da + it.off[1] : NULL, *gb = db ? db + it.off[2] : NULL;
-        if (za_rows) memset(ga, 0, (size_t)inner * sizeof *ga);
-        if (zb_rows) memset(gb, 0, (size_t)inner * sizeof *gb);
         for (int64_t i = 0; i < inner; i++) {
             TG_T av = aa[i * ia], bv = bb[i * ib], gv = g[i];
             switch (kind) {
             case 0:
-                if (ga) ga[i * ia] += gv;
-                if (gb) gb[i * ib] += gv;
+                if (ga) GA(gv);
+                if (gb) GB(gv);
                 break;
             case 1:
-                if (ga) ga[i * ia] += gv;
-                if (gb) gb[i * ib] -= gv;
+                if (ga) GA(gv);
+                if (gb) GB(-gv);
                 break;
             case 2:
-                if (ga) ga[i * ia] += gv * bv;
-                if (gb) gb[i * ib] += gv * av;
+                if (ga) GA(gv * bv);
+                if (gb) GB(gv * av);
                 break;
             default:
-                if (ga) ga[i * ia] += gv / bv;
-                if (gb) gb[i * ib] -= gv * av / (bv * bv);
+                if (ga) GA(gv / bv);
+                if (gb) GB(-(gv * av / (bv * bv)));
                 break;
             }
         }
     }
+#undef GA
+#undef GB
 }
 
 /* -------------------------------------------------------------- unary ops */

@@ -42,7 +42,7 @@ static void TG_F(ln_row_forward)(const TG_T *x, TG_T *y, const TG_T *gamma, cons
  *   g  = dy * gamma                      (dy without affine)
  *   dx += rstd * (g - mean(g) - xhat * mean(g * xhat))      (means in double) */
 static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const TG_T *gamma,
-                                  int64_t N, double mean, double rstd)
+                                  int64_t N, double mean, double rstd, bool fresh)
 {
     double sg = 0, sgx = 0;
     TG_T m = (TG_T)mean, r = (TG_T)rstd;
@@ -56,7 +56,7 @@ static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const
     for (int64_t i = 0; i < N; i++) {
         TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
         TG_T xh = (x[i] - m) * r;
-        dx[i] += r * (g - mg - xh * mgx);
+        dx[i] = (fresh ? 0 : dx[i]) + r * (g - mg - xh * mgx);
     }
 }
 
@@ -69,7 +69,7 @@ typedef struct TG_F(ln_ctx) {
     int64_t R, N;
     double eps;
     bool vec;                            /* F32 with the vector kernels */
-    bool fresh;                          /* backward: dx is set (rows zeroed here, in cache) */
+    bool fresh;                          /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
 } TG_F(ln_ctx);
 
 static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
@@ -93,18 +93,17 @@ static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int t
 {
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
-    if (c->fresh) memset(c->dx + begin * c->N, 0, (size_t)((end - begin) * c->N) * sizeof *c->dx);
 #if TG_KERNELS == 32 && TG_VEC
     if (c->vec) {
         for (int64_t r = begin; r < end; r++)
             tg__vec_ln_row_backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                                    c->N, c->mean[r], c->rstd[r]);
+                                    c->N, c->mean[r], c->rstd[r], c->fresh);
         return;
     }
 #endif
     for (int64_t r = begin; r < end; r++)
         TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                              c->N, c->mean[r], c->rstd[r]);
+                              c->N, c->mean[r], c->rstd[r], c->fresh);
 }
 
 /* dgamma[j] += sum_r dy[r, j] * xhat[r, j],  dbeta[j] += sum_r dy[r, j]  for j in [begin, end) */

@@ -159,11 +159,15 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
     TG_T *dk = c->gk ? HEAD((TG_T *)n->in[1]->grad.data, c->S, E) : NULL;
     TG_T *dv = c->gv ? HEAD((TG_T *)n->in[2]->grad.data, c->S, D) : NULL;
     const TG_T scale = (TG_T)c->scale;
-    /* fresh gradients (tg_grad_fresh): this head's rows zeroed here, in cache */
-    for (int64_t i = 0; c->fq && i < c->L; i++) memset(dq + i * HE, 0, (size_t)E * sizeof *dq);
-    for (int64_t j = 0; c->fk && j < c->S; j++) memset(dk + j * HE, 0, (size_t)E * sizeof *dk);
-    for (int64_t j = 0; c->fv && j < c->S; j++) memset(dv + j * HD, 0, (size_t)D * sizeof *dv);
+    /* Fresh gradients (tg_grad_fresh) are set, not added to: dq's rows by
+     * their one block (beta 0); dk and dv by the first block, which covers
+     * every key without the causal mask, else zeroed here first. */
+    const bool zk = c->fk && c->causal, zv = c->fv && c->causal;
+    for (int64_t j = 0; zk && j < c->S; j++) memset(dk + j * HE, 0, (size_t)E * sizeof *dk);
+    for (int64_t j = 0; zv && j < c->S; j++) memset(dv + j * HD, 0, (size_t)D * sizeof *dv);
+    const TG_T beta_q = c->fq ? 0 : 1;
     for (int64_t i0 = 0; i0 < c->L; i0 += c->rb) {
+        const TG_T beta_k = c->fk && !zk && i0 == 0 ? 0 : 1, beta_v = c->fv && !zv && i0 == 0 ? 0 : 1;
         const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
         const int64_t ncols = c->causal ? i0 + rows : c->S;
         TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false);
@@ -175,8 +179,8 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
                     TG_F(sdpa_drop_row)(c, t + r * ncols, bh * c->L + i0 + r, ncols);
                 pd = t;
             }
-            TG_F(sdpa_mm)(c, true, false, ncols, D, rows, 1, pd, ncols, dy + i0 * HD, HD, 1, dv,
-                          HD);
+            TG_F(sdpa_mm)(c, true, false, ncols, D, rows, 1, pd, ncols, dy + i0 * HD, HD, beta_v,
+                          dv, HD);
         }
         if (!dq && !dk) continue;
         /* t = dPd = dy V^T, then dS = P * (dPd * keep / (1 - p) - D) */
@@ -197,11 +201,11 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
             for (int64_t j = nv; j < ncols; j++) tr[j] = 0;
         }
         if (dq)
-            TG_F(sdpa_mm)(c, false, false, rows, E, ncols, scale, t, ncols, k, HE, 1, dq + i0 * HE,
-                          HE);
+            TG_F(sdpa_mm)(c, false, false, rows, E, ncols, scale, t, ncols, k, HE, beta_q,
+                          dq + i0 * HE, HE);
         if (dk)
-            TG_F(sdpa_mm)(c, true, false, ncols, E, rows, scale, t, ncols, q + i0 * HE, HE, 1, dk,
-                          HE);
+            TG_F(sdpa_mm)(c, true, false, ncols, E, rows, scale, t, ncols, q + i0 * HE, HE, beta_k,
+                          dk, HE);
     }
 }
 #undef HEAD
@@ -313,11 +317,15 @@ static tg_status sdpa_forward(tg_node *n)
 static tg_status sdpa_backward(tg_node *n)
 {
     const sdpa_attr *a = n->attr;
-    if (a->S > 0) {
+    if (a->S > 0 && a->L > 0) {
         sdpa_run(n, true);
-    } else if (n->in[0]->requires_grad && tg_grad_fresh(n, 0)) {   /* y = 0: dq = 0 */
-        const tg_tensor *dq = &n->in[0]->grad;
-        if (dq->numel) memset(dq->data, 0, (size_t)dq->numel * tg_dtype_size(dq->dtype));
+        return TG_OK;
+    }
+    /* no query or no key: nothing reaches q, k, v; fresh gradients are zeros */
+    for (int k = 0; k < 3; k++) {
+        const tg_tensor *d = &n->in[k]->grad;
+        if (n->in[k]->requires_grad && tg_grad_fresh(n, k) && d->numel)
+            memset(d->data, 0, (size_t)d->numel * tg_dtype_size(d->dtype));
     }
     return TG_OK;
 }

@@ -398,7 +398,7 @@ AVX2 void tg__vec_ln_row(const float *x, float *y, const float *gamma, const flo
 /* backward: g = dy * gamma, xh = (x - m) * r;
  *   dx += r * (g - mean(g) - xh * mean(g xh))   (the means in double) */
 AVX2 void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const float *gamma,
-                                  int64_t N, double mean, double rstd)
+                                  int64_t N, double mean, double rstd, bool fresh)
 {
     v8f vm = K((float)mean), vr = K((float)rstd);
     v4d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
@@ -421,7 +421,8 @@ AVX2 void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, co
         if (gamma) g = _mm256_mul_ps(g, ld(gamma + i, REM, m));
         v8f xh = _mm256_mul_ps(_mm256_sub_ps(ld(x + i, REM, m), vm), vr);
         v8f d = _mm256_mul_ps(vr, _mm256_sub_ps(_mm256_sub_ps(g, mg), _mm256_mul_ps(xh, mgx)));
-        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), d), REM, m);
+        v8f base = fresh ? _mm256_setzero_ps() : ld(dx + i, REM, m);
+        st(dx + i, _mm256_add_ps(base, d), REM, m);
     }
 }
 
@@ -474,7 +475,7 @@ AVX2 void tg__vec_gelu(const float *x, float *y, int64_t n, bool tanh_form)
  *   none: y' = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
  *   tanh: y' = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2) */
 AVX2 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int64_t n,
-                                bool tanh_form)
+                                bool tanh_form, bool fresh)
 {
     FOR_LANES(i, n) {
         __m256i m = tail_mask(REM < 8 ? REM : 8);
@@ -494,7 +495,8 @@ AVX2 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int6
             d = _mm256_add_ps(cdf, _mm256_mul_ps(v, pdf));
         }
         v8f g = ld(dy + i, REM, m);
-        st(dx + i, _mm256_add_ps(ld(dx + i, REM, m), _mm256_mul_ps(g, d)), REM, m);
+        v8f base = fresh ? _mm256_setzero_ps() : ld(dx + i, REM, m);
+        st(dx + i, _mm256_add_ps(base, _mm256_mul_ps(g, d)), REM, m);
     }
 }
 

@@ -92,17 +92,19 @@ void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const f
  * beta may be NULL); *mean, *rstd get the saved statistics */
 void tg__vec_ln_row(const float *x, float *y, const float *gamma, const float *beta, int64_t N,
                     double eps, double *mean, double *rstd);
-/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma */
+/* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma
+ * (fresh: dx = 0 + that, dx not read; the backward's first writer) */
 void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const float *gamma,
-                             int64_t N, double mean, double rstd);
+                             int64_t N, double mean, double rstd, bool fresh);
 /* acc_g[j] += dy[j] * (x[j] - mean) * rstd,  acc_b[j] += dy[j]  (double) for j in [0, n) */
 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
                           double *acc_g, double *acc_b, int64_t n);
 
-/* GELU over n elements, exact (erf) or tanh form: y = gelu(x); dx += dy * gelu'(x) */
+/* GELU over n elements, exact (erf) or tanh form: y = gelu(x); dx += dy * gelu'(x)
+ * (fresh: dx = 0 + dy * gelu'(x), dx not read) */
 void tg__vec_gelu(const float *x, float *y, int64_t n, bool tanh_form);
 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int64_t n,
-                           bool tanh_form);
+                           bool tanh_form, bool fresh);
 #endif /* TG_VEC */
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
  * training, F64 gradcheck with dropout, thread independence, bad input.
  */
 #include "nn_fixture.h"
+#include "graph_impl.h"
 
 #include <math.h>
 #include <criterion/parameterized.h>
@@ -217,6 +218,41 @@ Test(sdpa, empty_key_length_gives_zeros)
     cr_assert_eq(yv->numel, 2 * 3 * 2 * 5);
     for (int64_t i = 0; i < yv->numel; i++) cr_assert_eq(((const float *)yv->data)[i], 0.0f);
     tg_graph_free(g);
+}
+
+/* No query (L = 0) or no key (S = 0): nothing flows back, so q, k and v get
+ * zero gradients, also when sdpa is the first to write them (they come from
+ * ops here, and the plan starts as NaN so a gradient left unset shows). */
+Test(sdpa, empty_lengths_give_zero_gradients)
+{
+    for (int c = 0; c < 2; c++) {
+        const int64_t L = c ? 3 : 0, S = c ? 0 : 4;
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_node *leaf[3], *op[3];
+        const int64_t T[3] = {L, S, S}, W[3] = {4, 4, 5};
+        for (int i = 0; i < 3; i++) {
+            leaf[i] = tg_input(g, "x", TG_F32, 4, (int64_t[]){2, T[i], 2, W[i]});
+            tt_randn((tg_tensor *)tg_node_value(leaf[i]), (uint64_t)i + 1);
+            tg_node_set_requires_grad(leaf[i], true);
+            op[i] = tg_scale(g, leaf[i], 2.0);
+        }
+        tg_node *y = tg_sdpa(g, op[0], op[1], op[2], false, 0.5, 0);
+        cr_assert_not_null(y, "%s", tg_graph_error(g));
+        cr_assert_eq(tg_graph_plan(g), TG_OK);
+        memset(g->block, 0xff, g->block_bytes);
+        tg_tensor *dy = tg_tensor_new(TG_F32, 4, tg_node_value(y)->shape);
+        cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+        cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+        for (int i = 0; i < 3; i++) {
+            const tg_tensor *gr = tg_node_grad(leaf[i]);
+            for (int64_t k = 0; k < gr->numel; k++)
+                cr_assert_eq(((const float *)gr->data)[k], 0.0f, "case %d input %d", c, i);
+        }
+        const tg_tensor *yv = tg_node_value(y);
+        for (int64_t k = 0; k < yv->numel; k++) cr_assert_eq(((const float *)yv->data)[k], 0.0f);
+        tg_tensor_free(dy);
+        tg_graph_free(g);
+    }
 }
 
 /* ---- bad input ---- */
