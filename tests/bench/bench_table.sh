@@ -3,9 +3,10 @@
 #
 #   sh tests/bench/bench_table.sh [TGRAPH]          (make bench runs it with build/tgraph)
 #
-# For each config, `tgraph bench` and tests/bench/torch_bench.py run one after the
-# other (alternating, so a load change on a shared machine hits both), with the same
-# threads and min time; then the GEMM at 512^3 on 1 and 2 threads. Prints markdown.
+# For each config, `tgraph bench`, tests/bench/torch_bench.py and `tgraph bench
+# --recompute` run one after the other (alternating, so a load change on a shared
+# machine hits both), with the same threads and min time; then the GEMM at 512^3
+# and the layer shapes on 1 and 2 threads. Prints markdown: speed, then memory.
 #
 # Environment:
 #   BENCH_CONFIGS   comma-separated subset of the names below (default: all of them)
@@ -62,9 +63,15 @@ ratio() {
         if (a ~ num && b ~ num && a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "-" }'
 }
 
+percent() {
+    awk -v a="$1" -v b="$2" 'BEGIN { num = "^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]+)?$"
+        if (a ~ num && b ~ num && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "-" }'
+}
+
 sets() { for kv in $1; do printf ' --set %s' "$kv"; done; }
 
 layer_rows=
+mem_rows=
 gemm_rows=
 errors=0
 for line in $(printf '%s\n' "$CONFIGS" | tr ' ' '~'); do
@@ -98,13 +105,20 @@ for line in $(printf '%s\n' "$CONFIGS" | tr ' ' '~'); do
         th=$("$PYTHON" "$TORCH_BENCH" "$layer" $(sets "$cfg") --threads "$THREADS" \
              --min-time "$MIN_TIME") || { errors=1; th=; }
     fi
+    # and tgraph once more with linear outputs recomputed in backward (less memory)
+    # shellcheck disable=SC2046
+    tr=$("$TGRAPH" bench "$layer" $(sets "$cfg") --threads "$THREADS" --min-time "$MIN_TIME" \
+         --recompute) || { errors=1; tr=; }
     tgt=$(field "$tg" train_step_ms); tgi=$(field "$tg" infer_ms); tgr=$(field "$tg" peak_rss_mb)
+    trt=$(field "$tr" train_step_ms); trr=$(field "$tr" peak_rss_mb)
     if [ "$th" = missing ]; then
         tht=missing; thi=missing; thr=missing
     else
         tht=$(field "$th" train_step_ms); thi=$(field "$th" infer_ms); thr=$(field "$th" peak_rss_mb)
     fi
-    layer_rows="$layer_rows| $name | $tgt | $tht | $(ratio "$tht" "$tgt") | $tgi | $thi | $(ratio "$thi" "$tgi") | $tgr | $thr |
+    layer_rows="$layer_rows| $name | $tgt | $tht | $(ratio "$tht" "$tgt") | $tgi | $thi | $(ratio "$thi" "$tgi") | $trt | $(ratio "$tht" "$trt") |
+"
+    mem_rows="$mem_rows| $name | $tgr | $(percent "$tgr" "$thr") | $trr | $(percent "$trr" "$thr") | $thr |
 "
     printf '%s: done\n' "$name" >&2
 done
@@ -127,9 +141,13 @@ else
 fi
 if [ -n "$layer_rows" ]; then
     echo
-    echo "| config | tgraph train ms | torch train ms | speedup | tgraph infer ms | torch infer ms | speedup | tgraph RSS MB | torch RSS MB |"
+    echo "| config | tgraph train ms | torch train ms | speedup | tgraph infer ms | torch infer ms | speedup | tgraph train ms, --recompute | speedup |"
     echo "|---|---|---|---|---|---|---|---|---|"
     printf '%s' "$layer_rows"
+    echo
+    echo "| config | tgraph peak RSS MB | of torch's | with --recompute | of torch's | torch peak RSS MB |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s' "$mem_rows"
 fi
 if [ -n "$gemm_rows" ]; then
     echo
