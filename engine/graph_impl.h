@@ -53,5 +53,21 @@ struct tg_graph {
 
 void tg__plan_release(tg_graph *g);
 void tg__node_where(const tg_node *n, char *buf, size_t len);
+/* Planned and not in error (plans on first use); else the error. */
+tg_status tg__graph_ready(tg_graph *g);
+/* "<pass> of node N (op) in scope: <last error>" as the error, with st. */
+tg_status tg__run_failed(const tg_node *n, const char *pass, tg_status st);
+
+static inline bool tg__is_view(const tg_node *n)
+{
+    return n->op && (n->op->flags & TG_OP_VIEW);
+}
+
+/* The node whose memory n's value and gradient live in (views share their input's). */
+static inline tg_node *tg__root_of(const tg_node *n)
+{
+    while (tg__is_view(n)) n = n->in[0];
+    return (tg_node *)n;
+}
 
 #endif

@@ -44,14 +44,6 @@ static size_t aligned_bytes(const tg_tensor *t)
     return (b + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 }
 
-static bool is_view(const tg_node *n) { return n->op && (n->op->flags & TG_OP_VIEW); }
-
-/* The node whose memory n's value (and grad) lives in. */
-static const tg_node *root_of(const tg_node *n)
-{
-    while (is_view(n)) n = n->in[0];
-    return n;
-}
 
 void tg__plan_release(tg_graph *g)
 {
@@ -83,7 +75,7 @@ static void propagate_requires_grad(tg_graph *g)
         bool any = false;
         for (int k = 0; k < n->n_in; k++) any |= n->in[k]->requires_grad;
         n->requires_grad = any && n->op->backward && tg_dtype_is_float(n->value.dtype);
-        if (is_view(n)) n->requires_grad = n->in[0]->requires_grad;
+        if (tg__is_view(n)) n->requires_grad = n->in[0]->requires_grad;
     }
 }
 
@@ -171,30 +163,30 @@ tg_status tg_graph_plan(tg_graph *g)
             bool ok = n->kind == TG_NODE_OP && (f & want) && (f & TG_OP_BWD_NO_OUTPUT) &&
                       !(f & (TG_OP_BWD_NO_INPUTS | TG_OP_VIEW)) && n->requires_grad &&
                       !n->keep && consumers[i] > 0;
-            for (int k = 0; ok && k < n->n_in; k++) ok = !g->remat_done[root_of(n->in[k])->id];
+            for (int k = 0; ok && k < n->n_in; k++) ok = !g->remat_done[tg__root_of(n->in[k])->id];
             if (pass == 1)   /* not read by a cheap recomputed op */
                 for (int j = i + 1; ok && j < N; j++)
                     for (int k = 0; ok && k < g->nodes[j]->n_in; k++)
-                        ok = !(g->remat_done[j] && root_of(g->nodes[j]->in[k])->id == i);
+                        ok = !(g->remat_done[j] && tg__root_of(g->nodes[j]->in[k])->id == i);
             if (ok) g->remat_done[i] = 1;
         }
     }
     for (int i = 0; i < N; i++) {   /* kept or an output through a view: not recomputed */
         tg_node *n = g->nodes[i];
-        if (is_view(n) && (n->keep || consumers[i] == 0)) g->remat_done[root_of(n)->id] = 0;
+        if (tg__is_view(n) && (n->keep || consumers[i] == 0)) g->remat_done[tg__root_of(n)->id] = 0;
     }
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
-        int r = root_of(n)->id;
+        int r = tg__root_of(n)->id;
         if (consumers[i] == 0 || n->keep) last_use[r] = END;   /* an output, or kept */
         /* does n's backward run and read its own value / its inputs'? */
-        bool bwd = g->grad_enabled && n->kind == TG_NODE_OP && !is_view(n) && n->requires_grad;
+        bool bwd = g->grad_enabled && n->kind == TG_NODE_OP && !tg__is_view(n) && n->requires_grad;
         int64_t t_bwd = 2 * (int64_t)N - i;
         if (bwd && !(n->op->flags & TG_OP_BWD_NO_OUTPUT) && last_use[r] < t_bwd)
             last_use[r] = t_bwd;
         bool reads_in = bwd && !(n->op->flags & TG_OP_BWD_NO_INPUTS);
         for (int k = 0; k < n->n_in; k++) {
-            int a = root_of(n->in[k])->id;
+            int a = tg__root_of(n->in[k])->id;
             if (last_use[a] < i) last_use[a] = i;
             if (reads_in && g->remat_done[a]) {   /* recomputed for this backward */
                 if (t_bwd < rd_lo[a]) rd_lo[a] = t_bwd;
@@ -211,10 +203,10 @@ tg_status tg_graph_plan(tg_graph *g)
     int ns = 0;
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
-        if (n->kind == TG_NODE_OP && !is_view(n))
+        if (n->kind == TG_NODE_OP && !tg__is_view(n))
             slots[ns++] = (slot){aligned_bytes(&n->value), 0, i, last_use[i], 2 * i,
                                  &n->value.data};
-        if (n->requires_grad && n->kind != TG_NODE_PARAM && !is_view(n)) {
+        if (n->requires_grad && n->kind != TG_NODE_PARAM && !tg__is_view(n)) {
             int64_t born = first_grad[i] >= 0 ? first_grad[i] : N;
             if (born > N && consumers[i] == 0) born = N;
             int64_t dies = n->kind == TG_NODE_INPUT ? END : 2 * (int64_t)N - i;
@@ -222,7 +214,7 @@ tg_status tg_graph_plan(tg_graph *g)
             if (born > dies) born = dies;
             slots[ns++] = (slot){aligned_bytes(&n->grad), 0, born, dies, 2 * i + 1,
                                  &n->grad.data};
-        } else if (n->kind != TG_NODE_PARAM && !is_view(n)) {
+        } else if (n->kind != TG_NODE_PARAM && !tg__is_view(n)) {
             n->grad.data = NULL;
         }
         for (int b = 0; b < n->n_buf; b++)
@@ -244,7 +236,7 @@ tg_status tg_graph_plan(tg_graph *g)
     /* views alias their root */
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
-        if (!is_view(n)) continue;
+        if (!tg__is_view(n)) continue;
         n->value.data = n->in[0]->value.data;
         n->grad.data = n->requires_grad ? n->in[0]->grad.data : NULL;
     }
