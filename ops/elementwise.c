@@ -10,9 +10,72 @@
 
 /* ------------------------------------------------------------- binary ops */
 
+/* a and b both of the output's shape: element i of each is element i of y, so
+ * the work splits over the thread pool in plain loops (forward or backward;
+ * the same arithmetic as the broadcast loops below) */
+typedef struct TG_F(flat_ctx) { tg_node *n; int kind; bool backward, fa, fb; } TG_F(flat_ctx);
+
+static void TG_F(binary_flat_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(flat_ctx) *c = vctx;
+    const TG_T *A = c->n->in[0]->value.data, *B = c->n->in[1]->value.data;
+    (void)tid;
+    if (!c->backward) {
+        TG_T *y = c->n->value.data;
+        switch (c->kind) {
+        case 0: for (int64_t i = begin; i < end; i++) y[i] = A[i] + B[i]; break;
+        case 1: for (int64_t i = begin; i < end; i++) y[i] = A[i] - B[i]; break;
+        case 2: for (int64_t i = begin; i < end; i++) y[i] = A[i] * B[i]; break;
+        default: for (int64_t i = begin; i < end; i++) y[i] = A[i] / B[i]; break;
+        }
+        return;
+    }
+    const TG_T *g = c->n->grad.data;
+    TG_T *ga = c->n->in[0]->requires_grad ? c->n->in[0]->grad.data : NULL;
+    TG_T *gb = c->n->in[1]->requires_grad ? c->n->in[1]->grad.data : NULL;
+    const bool fa = c->fa, fb = c->fb;
+    if (ga) {
+        switch (c->kind) {
+        case 0: case 1:
+            for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i];
+            break;
+        case 2: for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] * B[i]; break;
+        default: for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] / B[i]; break;
+        }
+    }
+    if (gb) {
+        switch (c->kind) {
+        case 0: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + g[i]; break;
+        case 1: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + -g[i]; break;
+        case 2: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + g[i] * A[i]; break;
+        default:
+            for (int64_t i = begin; i < end; i++)
+                gb[i] = (fb ? 0 : gb[i]) + -(g[i] * A[i] / (B[i] * B[i]));
+            break;
+        }
+    }
+}
+
+/* true (and done) when a and b have the output's shape */
+static bool TG_F(binary_flat)(tg_node *n, int kind, bool backward)
+{
+    const int64_t N = n->value.numel;
+    if (n->in[0]->value.numel != N || n->in[1]->value.numel != N) return false;
+    TG_F(flat_ctx) c = {n, kind, backward, false, false};
+    if (backward) {
+        c.fa = n->in[0]->requires_grad && tg_grad_fresh(n, 0);
+        c.fb = n->in[1]->requires_grad && tg_grad_fresh(n, 1);
+        /* x + x: never fresh (the engine zeroes it), and each chunk adds
+         * a's part, then b's, into the one gradient */
+    }
+    tg_parallel_for(N, 16384, TG_F(binary_flat_range), &c);
+    return true;
+}
+
 /* forward: y = a (op) b over the broadcast shape */
 static void TG_F(binary_forward)(tg_node *n, int kind)
 {
+    if (TG_F(binary_flat)(n, kind, false)) return;
     const tg_tensor *a = &n->in[0]->value, *b = &n->in[1]->value;
     TG_T *y = n->value.data;
     const TG_T *A = a->data, *B = b->data;
@@ -39,6 +102,7 @@ static void TG_F(binary_forward)(tg_node *n, int kind)
  * A broadcast operand receives the sum over its copies (sum_to). */
 static void TG_F(binary_backward)(tg_node *n, int kind)
 {
+    if (TG_F(binary_flat)(n, kind, true)) return;
     const tg_tensor *a = &n->in[0]->value, *b = &n->in[1]->value;
     TG_T *da = n->in[0]->requires_grad ? n->in[0]->grad.data : NULL;
     TG_T *db = n->in[1]->requires_grad ? n->in[1]->grad.data : NULL;

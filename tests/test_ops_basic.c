@@ -3,7 +3,10 @@
  * input gradient, float32) and gradcheck in float64; then their bad inputs.
  * Fixtures: tests/fixtures/gen_basic.py.
  */
+#include <math.h>
+
 #include "testutil.h"
+#include "graph_impl.h"
 
 #include <criterion/parameterized.h>
 
@@ -234,4 +237,36 @@ Test(ops_basic_errors, reshape_and_permute)
     cr_assert_null(tg_permute(g, x, (int[]){1, 1}));
     tt_assert_graph_error(g, "repeated dim 1");
     tg_graph_free(g);
+}
+
+/* One op node on both sides of a binary op (h + h, h * h, h - h, h / h), the
+ * plan starting as NaN: the gradient both sides add into is zeroed once and
+ * gets both contributions. h = 3x, so d/dx is 6, 18x, 0 and 0. */
+Test(ops_basic, same_operand_twice_through_an_op)
+{
+    const int64_t n = 40000;   /* several chunks of the thread pool */
+    tg_node *(*op[4])(tg_graph *, tg_node *, tg_node *) = {tg_add, tg_mul, tg_sub, tg_div};
+    for (int k = 0; k < 4; k++) {
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_node *x = tg_input(g, "x", TG_F32, 1, &n);
+        tg_node_set_requires_grad(x, true);
+        float *xv = (float *)tg_node_value(x)->data;
+        for (int64_t i = 0; i < n; i++) xv[i] = 0.5f + (float)(i % 7);
+        tg_node *h = tg_scale(g, x, 3.0);
+        tg_node *y = op[k](g, h, h);
+        cr_assert_eq(tg_graph_plan(g), TG_OK);
+        memset(g->block, 0xff, g->block_bytes);
+        tg_tensor *dy = tg_tensor_new(TG_F32, 1, &n);
+        for (int64_t i = 0; i < n; i++) ((float *)dy->data)[i] = 1;
+        cr_assert_eq(tg_graph_forward(g), TG_OK);
+        cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+        const float *dx = tg_node_grad(x)->data;
+        for (int64_t i = 0; i < n; i++) {
+            float want = k == 0 ? 6.0f : k == 1 ? 18.0f * xv[i] : 0.0f;
+            cr_assert_float_eq(dx[i], want, 1e-4f * (1 + fabsf(want)), "op %d at %lld: %g", k,
+                               (long long)i, dx[i]);
+        }
+        tg_tensor_free(dy);
+        tg_graph_free(g);
+    }
 }
