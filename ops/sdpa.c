@@ -24,22 +24,6 @@
 #ifdef TG_KERNELS
 #include "generic.h"
 
-/* p[j] = e_j * r with e_j = exp(scale * s[j] - m), j < n (p may be s). The
- * forward and the backward both make P with this, so they agree bit for bit. */
-static void TG_F(sdpa_exp)(const TG_T *s, TG_T *p, int64_t n, TG_T scale, TG_T m, bool vec)
-{
-    for (int64_t j = 0; j < n; j++) p[j] = scale * s[j] - m;
-#if TG_KERNELS == 32 && TG_VEC
-    if (vec) {
-        tg__vec_exp(p, p, n);
-        return;
-    }
-#else
-    (void)vec;
-#endif
-    for (int64_t j = 0; j < n; j++) p[j] = TG_M(exp)(p[j]);
-}
-
 /* keep / (1 - p) for entry j of row `row` (0 when dropped; 1 without dropout) */
 static inline TG_T TG_F(sdpa_keep)(const sdpa_ctx *c, int64_t row, int64_t j)
 {
@@ -81,7 +65,9 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
 }
 
 /* rows [i0, i0 + rows) of head bh: S = Q K^T into p (row stride ncols), then
- * P (stats from st, or computed into st when make_stats) */
+ * P (stats from st, or computed into st when make_stats). The forward and the
+ * backward both make P here, with the same arithmetic, so they agree bit for
+ * bit: the AVX2 row kernel for F32, else the loops below (as ops/softmax.c). */
 static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t rows,
                              int64_t ncols, TG_T *p, double *st, bool make_stats)
 {
@@ -114,7 +100,7 @@ static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t 
         } else {
             m = (TG_T)sr[0];
         }
-        TG_F(sdpa_exp)(row, row, nv, scale, m, c->vec);
+        for (int64_t j = 0; j < nv; j++) row[j] = TG_M(exp)(scale * row[j] - m);
         double rs;
         if (make_stats) {
             double sum = 0;
@@ -167,7 +153,8 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
     for (int64_t j = 0; zv && j < c->S; j++) memset(dv + j * HD, 0, (size_t)D * sizeof *dv);
     const TG_T beta_q = c->fq ? 0 : 1;
     for (int64_t i0 = 0; i0 < c->L; i0 += c->rb) {
-        const TG_T beta_k = c->fk && !zk && i0 == 0 ? 0 : 1, beta_v = c->fv && !zv && i0 == 0 ? 0 : 1;
+        const TG_T beta_k = c->fk && !zk && i0 == 0 ? 0 : 1;
+        const TG_T beta_v = c->fv && !zv && i0 == 0 ? 0 : 1;
         const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
         const int64_t ncols = c->causal ? i0 + rows : c->S;
         TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false);
