@@ -19,7 +19,8 @@ static void set_group_data(tg_graph *g, tg_node *r, void *data)
 {
     r->value.data = data;
     for (int j = r->id + 1; j < g->n_nodes; j++)
-        if (tg__is_view(g->nodes[j]) && tg__root_of(g->nodes[j]) == r) g->nodes[j]->value.data = data;
+        if (tg__is_view(g->nodes[j]) && tg__root_of(g->nodes[j]) == r)
+            g->nodes[j]->value.data = data;
 }
 
 /* Before n's backward: the values it reads that the plan recomputes

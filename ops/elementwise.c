@@ -40,7 +40,9 @@ static void TG_F(binary_flat_range)(void *vctx, int64_t begin, int64_t end, int 
             for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i];
             break;
         case 2: for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] * B[i]; break;
-        default: for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] / B[i]; break;
+        default:
+            for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] / B[i];
+            break;
         }
     }
     if (gb) {
