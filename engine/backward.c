@@ -105,22 +105,22 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
                 g->first_writer[r->id] = i;
         }
     }
+    /* seed: grad(out) = 0 + dy (or 1) for an op's gradient (whose buffer holds
+     * stale data); a leaf's, zeroed above, gets += (the same bits). Same-dtype
+     * dy in a plain loop (a float sum rounded through double is the float sum). */
     const tg_node *oroot = tg__root_of(out);
-    if (oroot->kind == TG_NODE_OP)
-        memset(oroot->grad.data, 0, (size_t)oroot->grad.numel * tg_dtype_size(oroot->grad.dtype));
-    /* seed: grad(out) += dy (or 1); same-dtype dy in a plain loop (the same
-     * bits: a float sum rounded through double is the float sum) */
+    const bool set = oroot->kind == TG_NODE_OP;
     if (dy && dy->dtype == out->grad.dtype && dy->dtype == TG_F32) {
         float *gd = out->grad.data;
         const float *dd = dy->data;
-        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] += dd[i];
+        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] = (set ? 0 : gd[i]) + dd[i];
     } else if (dy && dy->dtype == out->grad.dtype && dy->dtype == TG_F64) {
         double *gd = out->grad.data;
         const double *dd = dy->data;
-        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] += dd[i];
+        for (int64_t i = 0; i < out->grad.numel; i++) gd[i] = (set ? 0 : gd[i]) + dd[i];
     } else for (int64_t i = 0; i < out->grad.numel; i++) {
         double add = dy ? tg_tensor_get(dy, i) : 1.0;
-        tg_tensor_set(&out->grad, i, tg_tensor_get(&out->grad, i) + add);
+        tg_tensor_set(&out->grad, i, (set ? 0 : tg_tensor_get(&out->grad, i)) + add);
     }
     for (int i = out->id; i >= 0; i--) {
         tg_node *n = g->nodes[i];

@@ -319,11 +319,15 @@ static tg_status rearrange_forward(tg_node *n)
     return TG_OK;
 }
 
-/* backward of the permutation y = x[perm]: dx[perm^-1] += dy */
+/* backward of the permutation y = x[perm]: dx[perm^-1] += dy (a copy when dx
+ * is fresh: each element of dx comes from exactly one of dy) */
 static tg_status rearrange_backward(tg_node *n)
 {
     const ein_attr *a = n->attr;
-    run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, 1.0);
+    if (tg_grad_fresh(n, 0))
+        run_copy(&a->bwd, n->grad.data, n->in[0]->grad.data, tg_dtype_size(n->value.dtype));
+    else
+        run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, 1.0);
     return TG_OK;
 }
 
@@ -382,7 +386,8 @@ static void einops_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_rearrange = {.name = "rearrange", .forward = rearrange_forward,
                                    .backward = rearrange_backward, .describe = einops_describe,
-                                   .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                   .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                            TG_OP_BWD_FRESH};
 static const tg_op op_repeat = {.name = "repeat", .forward = rearrange_forward,
                                 .backward = repeat_backward, .describe = einops_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
