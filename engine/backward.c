@@ -140,8 +140,10 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
                 g->first_writer[r->id] = -2;   /* zeroed once, even if n uses it twice */
             }
         }
+        double t0 = g->prof ? tg__prof_now() : 0;
         if ((st = recompute_inputs(n))) break;
         st = n->op->backward(n);
+        if (g->prof) tg__prof_add(n, 1, t0);
         for (int k = 0; k < n->n_in; k++) g->fresh[tg__root_of(n->in[k])->id] = 0;
         if (st) {
             st = tg__run_failed(n, "backward", st);

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "graph_impl.h"
 #include "params.h"
@@ -50,6 +51,7 @@ void tg_graph_free(tg_graph *g)
     tg__free(g->nodes);
     tg__free(g->scopes);
     tg__free(g->param_table);
+    tg__free(g->prof);
     tg__free(g);
 }
 
@@ -457,6 +459,68 @@ void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed); }
 tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
 void tg_graph_set_check_finite(tg_graph *g, bool on) { g->check_finite = on; }
 
+void tg_graph_set_profile(tg_graph *g, bool on)
+{
+    if (!g) return;
+    tg__free(g->prof);
+    g->prof = NULL;
+    g->prof_cap = 0;
+    if (!on) return;
+    g->prof = tg__calloc(2 * (size_t)g->n_nodes + 2, sizeof *g->prof);
+    if (g->prof) g->prof_cap = g->n_nodes;   /* out of memory: profiling stays off */
+}
+
+double tg__prof_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tg__prof_add(tg_node *n, int pass, double t0)
+{
+    if (n->id < n->graph->prof_cap) n->graph->prof[2 * n->id + pass] += tg__prof_now() - t0;
+}
+
+/* Does an op node before i have this op's name? */
+static bool name_seen(const tg_graph *g, int i)
+{
+    for (int j = 0; j < i; j++) {
+        const tg_node *m = g->nodes[j];
+        if (m->kind == TG_NODE_OP && !tg__is_view(m) && !strcmp(m->op->name, g->nodes[i]->op->name))
+            return true;
+    }
+    return false;
+}
+
+int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max)
+{
+    int count = 0;
+    if (!g) return 0;
+    if (max < 0) max = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tg_node *n = g->nodes[i];
+        if (n->kind != TG_NODE_OP || tg__is_view(n)) continue;
+        int stored = count < max ? count : max, k = 0;
+        while (k < stored && strcmp(out[k].op, n->op->name)) k++;
+        if (k == stored) {   /* not among the stored names */
+            if (count < max) {
+                out[count] = (tg_op_time){n->op->name, 0, 0, 0};
+            } else {
+                if (!name_seen(g, i)) count++;   /* a name beyond max: counted only */
+                continue;
+            }
+            count++;
+        }
+        out[k].nodes++;
+        if (i < g->prof_cap) {
+            out[k].forward_s += g->prof[2 * i];
+            out[k].backward_s += g->prof[2 * i + 1];
+        }
+    }
+    return count;
+}
+
 void tg_graph_set_grad_enabled(tg_graph *g, bool enabled)
 {
     if (g->grad_enabled != enabled) g->planned = false;
@@ -544,7 +608,9 @@ tg_status tg_graph_forward(tg_graph *g)
     for (int i = 0; i < g->n_nodes; i++) {
         tg_node *n = g->nodes[i];
         if (n->kind != TG_NODE_OP || (n->op->flags & TG_OP_VIEW)) continue;
+        double t0 = g->prof ? tg__prof_now() : 0;
         st = n->op->forward(n);
+        if (g->prof) tg__prof_add(n, 0, t0);
         if (st) return tg__run_failed(n, "forward", st);
         if (g->check_finite && (st = check_finite(n))) return st;
     }

@@ -165,6 +165,23 @@ tg_status tg_graph_plan(tg_graph *g);
  * scratch; leaves and parameters excluded). 0 before planning. */
 size_t tg_graph_planned_bytes(const tg_graph *g);
 
+/* Per-op timing: with profiling on, every forward and backward call of an op
+ * is timed (CLOCK_MONOTONIC, two clock reads per call) and summed per node,
+ * from the moment it is turned on; turning it on again starts from zero, and
+ * nodes added after that are not timed. Off by default. */
+typedef struct tg_op_time {
+    const char *op;          /* the op's name ("linear", "sdpa") */
+    double      forward_s;   /* seconds in its forward calls */
+    double      backward_s;  /* seconds in its backward calls, with the recomputation
+                              * of values they read (TG_OP_RECOMPUTE) */
+    long        nodes;       /* nodes of this op in the graph */
+} tg_op_time;
+
+void tg_graph_set_profile(tg_graph *g, bool on);
+/* Up to max entries, one per op name, in the order the ops first appear in
+ * the graph; returns how many there are (all of them, even beyond max). */
+int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max);
+
 /* Run every node. TG_OK, or an error (message in tg_last_error()): the graph
  * is in error, a data-dependent check failed (e.g. an index out of range),
  * out of memory at the first run, or the finite check fired. */

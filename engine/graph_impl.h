@@ -49,7 +49,13 @@ struct tg_graph {
     void     **remat_fwd;
     uint8_t   *remat_done;
     uint8_t   *fresh;          /* per node: its grad is to be set, not added to (TG_OP_BWD_FRESH) */
+    double    *prof;           /* profiling on: per node, seconds forward [2i], backward [2i+1] */
+    int        prof_cap;       /* nodes prof has room for */
 };
+
+/* With profiling on: seconds since t0 (a tg__prof_now()) added to node n's pass. */
+double tg__prof_now(void);
+void tg__prof_add(tg_node *n, int pass, double t0);
 
 void tg__plan_release(tg_graph *g);
 void tg__node_where(const tg_node *n, char *buf, size_t len);

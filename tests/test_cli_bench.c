@@ -88,6 +88,29 @@ Test(cli_bench, layer_prints_one_json_line)
     tg__json_free(&doc);
 }
 
+/* --profile: the per-op table on stderr, stdout still the one JSON line. */
+Test(cli_bench, profile_prints_per_op_times)
+{
+    char out[8192], err[8192];
+    int rc = tt_run_tool_out(TT_ARGS("bench", "attention_layer", "--set", "d_model=8",
+                                     "--min-time", "0", "--warmup", "1", "--profile"),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d, stderr: %s", rc, err);
+    tg__json_doc doc;
+    const tg__json *o = parse_line(out, &doc);
+    cr_assert_eq(member(o, "recompute", TG__JSON_BOOL)->b, false);
+    tg__json_free(&doc);
+    cr_assert(strstr(err, "train fwd"), "%s", err);
+    /* four linears (nodes), one fused attention, and the sum row */
+    const char *lin = strstr(err, "\n  linear ");
+    cr_assert(lin, "%s", err);
+    long nodes = 0;
+    cr_assert_eq(sscanf(lin, "\n  linear %ld", &nodes), 1);
+    cr_assert_eq(nodes, 4);
+    cr_assert(strstr(err, "\n  sdpa "), "%s", err);
+    cr_assert(strstr(err, "\n  sum "), "%s", err);
+}
+
 /* --recompute: the Q, K, V projections are recomputed for attention's
  * backward, so the training graph plans less memory. */
 Test(cli_bench, recompute_plans_less_memory)

@@ -609,6 +609,44 @@ Test(planner, recomputed_values_same_bits_less_memory)
     for (int mode = 0; mode < 3; mode++) free(grads[mode]);
 }
 
+/* tg_graph_set_profile: per op name, in order of first appearance, with its
+ * node count; every op's forward and backward took some time; off means
+ * zeros; a short output array still gets the full count back. */
+Test(profile, times_per_op_name)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){64, 64});
+    tg_node_set_requires_grad(x, true);
+    tt_randn((tg_tensor *)tg_node_value(x), 1);
+    tg_node *h = tg_gelu(g, tg_scale(g, x, 0.5), TG_GELU_NONE);
+    tg_node *y = tg_sum(g, tg_gelu(g, tg_add(g, h, x), TG_GELU_TANH), NULL, 0, false);
+    cr_assert_not_null(y, "%s", tg_graph_error(g));
+    tg_op_time t[8];
+    for (int on = 0; on < 2; on++) {
+        tg_graph_set_profile(g, on);
+        for (int rep = 0; rep < 3; rep++) {
+            cr_assert_eq(tg_graph_forward(g), TG_OK);
+            cr_assert_eq(tg_graph_backward(g, y, NULL), TG_OK);
+        }
+        cr_assert_eq(tg_graph_profile(g, t, 8), 4);
+        const char *names[4] = {"scale", "gelu", "add", "sum"};
+        const long nodes[4] = {1, 2, 1, 1};
+        for (int k = 0; k < 4; k++) {
+            cr_assert_str_eq(t[k].op, names[k]);
+            cr_assert_eq(t[k].nodes, nodes[k], "%s", names[k]);
+            if (on) {
+                cr_assert_gt(t[k].forward_s, 0, "%s", names[k]);
+                cr_assert_gt(t[k].backward_s, 0, "%s", names[k]);
+            } else {
+                cr_assert_eq(t[k].forward_s + t[k].backward_s, 0, "%s", names[k]);
+            }
+        }
+    }
+    cr_assert_eq(tg_graph_profile(g, t, 2), 4);   /* only two written, all four counted */
+    cr_assert_str_eq(t[1].op, "gelu");
+    tg_graph_free(g);
+}
+
 Test(planner, kept_values_survive_reuse)
 {
     const int64_t n = 256;

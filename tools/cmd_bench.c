@@ -26,7 +26,33 @@ typedef struct bench_opts {
     double min_time;
     int    warmup;
     bool   recompute;   /* tg_graph_set_recompute on the training graph */
+    bool   profile;     /* per-op times on stderr */
 } bench_opts;
+
+#define MAX_PROFILED_OPS 64
+
+/* The per-op table on stderr: ms per training step (forward, backward) and
+ * per inference, averaged over every call made (warm-up included). */
+static void print_profile(const tg_op_time *tr, int n_tr, int train_calls, const tg_op_time *in,
+                          int n_in, int infer_calls)
+{
+    double sum[3] = {0, 0, 0};
+    fprintf(stderr, "per op, ms (train: per step over %d steps; infer: per forward over %d):\n",
+            train_calls, infer_calls);
+    fprintf(stderr, "  %-16s %5s %10s %10s %10s\n", "op", "nodes", "train fwd", "train bwd",
+            "infer");
+    for (int i = 0; i < n_tr; i++) {
+        double inf = 0;
+        for (int k = 0; k < n_in; k++)
+            if (!strcmp(in[k].op, tr[i].op)) inf = in[k].forward_s;
+        double row[3] = {1e3 * tr[i].forward_s / train_calls, 1e3 * tr[i].backward_s / train_calls,
+                         1e3 * inf / infer_calls};
+        fprintf(stderr, "  %-16s %5ld %10.3f %10.3f %10.3f\n", tr[i].op, tr[i].nodes, row[0],
+                row[1], row[2]);
+        for (int k = 0; k < 3; k++) sum[k] += row[k];
+    }
+    fprintf(stderr, "  %-16s %5s %10.3f %10.3f %10.3f\n", "sum", "", sum[0], sum[1], sum[2]);
+}
 
 /* ---- the layer form ---- */
 
@@ -169,6 +195,9 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
     tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
                        .clock = CLOCK_MONOTONIC};
     tg_bench_result train, inf;
+    tg_op_time prof_train[MAX_PROFILED_OPS], prof_infer[MAX_PROFILED_OPS];
+    int n_prof_train = 0, n_prof_infer = 0;
+    tg_graph_set_profile(c.g, bo->profile);
     int st = tg_bench_time(train_step, &s, &o, &train);
     if (st) {
         rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
@@ -178,6 +207,7 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
      * in a process that trains and then serves: the peak RSS is the larger of
      * the two phases, not their sum (PyTorch frees its autograd buffers too) */
     const double plan_mb = (double)tg_graph_planned_bytes(c.g) / (1024.0 * 1024.0);
+    if (bo->profile) n_prof_train = tg_graph_profile(c.g, prof_train, MAX_PROFILED_OPS);
     tg_graph_free(c.g);
     c.g = NULL;
 
@@ -204,10 +234,18 @@ static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
     }
 
     s.infer = infer;
+    tg_graph_set_profile(infer, bo->profile);
     st = tg_bench_time(infer_step, &s, &o, &inf);
     if (st) {
         rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
         goto done;
+    }
+    if (bo->profile) {
+        n_prof_infer = tg_graph_profile(infer, prof_infer, MAX_PROFILED_OPS);
+        print_profile(prof_train, n_prof_train < MAX_PROFILED_OPS ? n_prof_train : MAX_PROFILED_OPS,
+                      bo->warmup + train.runs, prof_infer,
+                      n_prof_infer < MAX_PROFILED_OPS ? n_prof_infer : MAX_PROFILED_OPS,
+                      bo->warmup + inf.runs);
     }
     printf("{\"layer\":\"%s\",\"config\":", layer);
     print_config(tg_layer_class_find(layer), tg_layer_config(c.layer));
@@ -262,6 +300,8 @@ static int run(int argc, char **argv)
             if (!tg_args_double(&a, 0, 3600, &bo.min_time)) goto done;
         } else if (!strcmp(arg, "--recompute")) {
             bo.recompute = true;
+        } else if (!strcmp(arg, "--profile")) {
+            bo.profile = true;
         } else if (!strcmp(arg, "--warmup")) {
             if (!tg_args_int(&a, 0, 1000000, &iv)) goto done;
             bo.warmup = (int)iv;
@@ -310,7 +350,7 @@ const tg_cli_cmd tg_cmd_bench = {
     .summary = "time a layer's training step and inference, or the GEMM; one JSON line",
     .help =
         "usage: tgraph bench LAYER [--set KEY=VALUE]... [--threads N] [--min-time SECONDS]\n"
-        "                    [--warmup N] [--recompute]\n"
+        "                    [--warmup N] [--recompute] [--profile]\n"
         "       tgraph bench gemm --m M --n N --k K [--threads N] [--min-time SECONDS]\n"
         "                    [--warmup N]\n\n"
         "Builds LAYER (see tgraph layers; the same --set keys as run, shape keys included)\n"
@@ -329,7 +369,9 @@ const tg_cli_cmd tg_cmd_bench = {
         "   \"params\":<parameter scalars>,\"peak_rss_mb\":<the process's peak>,\n"
         "   \"train_plan_mb\":<the training graph's planned tensor memory>,\"threads\":N,\n"
         "   \"recompute\":true|false}\n"
-        "A layer without parameters (full_attention) differentiates its inputs instead.\n\n"
+        "A layer without parameters (full_attention) differentiates its inputs instead.\n"
+        "--profile also prints, on stderr, the time per op name: ms per training step in\n"
+        "forward and backward, and per inference forward (averaged over every call).\n\n"
         "The gemm form times C = A B in F32 (row-major, A M x K, B K x N) and prints\n"
         "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n\n"
         "  --threads N   threads of the pool (1 .. 64; default: the online cores)\n\n"
