@@ -5,8 +5,8 @@
  * elements. One row function for the forward and one for the backward, called
  * for blocks of rows through tg_parallel_for; the per-row mean and rstd are
  * saved (double) for the backward. dgamma / dbeta are sums over rows, done by
- * a second pass split over columns so every thread owns its outputs and the
- * sums are deterministic. F32 goes to the AVX2 versions of the three loops
+ * a second pass: partial sums over fixed blocks of rows in parallel, added up
+ * in block order, so the sums do not depend on the thread count. F32 goes to the AVX2 versions of the three loops
  * (ops/vec.c) when tg__vec_on(); the portable code below stays the reference
  * (TG_NO_SIMD=1) and the F64 path. Not here: RMSNorm, batch/group norm.
  */
@@ -65,7 +65,8 @@ typedef struct TG_F(ln_ctx) {
     const TG_T *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
     TG_T *y, *dx;                        /* [R, N] */
     double *mean, *rstd;                 /* [R] */
-    double *acc_g, *acc_b;               /* [N] scratch (column pass) */
+    double *acc_g;                       /* scratch: per row block, dgamma and dbeta sums
+                                          * [blocks, 2, N] (the parameter pass) */
     int64_t R, N;
     double eps;
     bool vec;                            /* F32 with the vector kernels */
@@ -106,25 +107,32 @@ static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int t
                               c->N, c->mean[r], c->rstd[r], c->fresh);
 }
 
-/* dgamma[j] += sum_r dy[r, j] * xhat[r, j],  dbeta[j] += sum_r dy[r, j]  for j in [begin, end) */
-static void TG_F(ln_param_cols)(void *vctx, int64_t begin, int64_t end, int tid)
+/* Row block k (LN_PARAM_ROWS rows) of the parameter gradients' sums, into its
+ * own partials acc_g + 2 N k (dgamma) and + N (dbeta):
+ *   sum_r dy[r, j] * xhat[r, j]  and  sum_r dy[r, j]  (double)
+ * The blocks are fixed by R alone, so the result does not depend on threads. */
+static void TG_F(ln_param_blocks)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(ln_ctx) *c = vctx;
+    const int64_t N = c->N;
     (void)tid;
-    for (int64_t j = begin; j < end; j++) c->acc_g[j] = c->acc_b[j] = 0;
-    for (int64_t r = 0; r < c->R; r++) {
-        const TG_T *x = c->x + r * c->N, *dy = c->dy + r * c->N;
-        double m = c->mean[r], rs = c->rstd[r];
+    for (int64_t k = begin; k < end; k++) {
+        double *ag = c->acc_g + 2 * N * k, *ab = ag + N;
+        for (int64_t j = 0; j < N; j++) ag[j] = ab[j] = 0;
+        const int64_t r1 = (k + 1) * LN_PARAM_ROWS < c->R ? (k + 1) * LN_PARAM_ROWS : c->R;
+        for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
+            const TG_T *x = c->x + r * N, *dy = c->dy + r * N;
+            double m = c->mean[r], rs = c->rstd[r];
 #if TG_KERNELS == 32 && TG_VEC
-        if (c->vec) {   /* the same double arithmetic, 4 columns at a time */
-            tg__vec_ln_param_row(x + begin, dy + begin, m, rs, c->acc_g + begin, c->acc_b + begin,
-                                 end - begin);
-            continue;
-        }
+            if (c->vec) {   /* the same double arithmetic, 4 columns at a time */
+                tg__vec_ln_param_row(x, dy, m, rs, ag, ab, N);
+                continue;
+            }
 #endif
-        for (int64_t j = begin; j < end; j++) {
-            c->acc_g[j] += (double)dy[j] * (((double)x[j] - m) * rs);
-            c->acc_b[j] += dy[j];
+            for (int64_t j = 0; j < N; j++) {
+                ag[j] += (double)dy[j] * (((double)x[j] - m) * rs);
+                ab[j] += dy[j];
+            }
         }
     }
 }
@@ -159,13 +167,19 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
     }
     bool dw = w && w->requires_grad, db = b && b->requires_grad;
     if (!dw && !db) return;
-    c.acc_g = tg_graph_scratch(n->graph);   /* [N] */
-    c.acc_b = c.acc_g + c.N;                /* [N] */
-    tg_parallel_for(c.N, 1 + 16384 / (c.R ? c.R : 1), TG_F(ln_param_cols), &c);
+    /* partial sums per block of rows, in parallel; then added up in block order */
+    const int64_t blocks = (c.R + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS;
+    c.acc_g = tg_graph_scratch(n->graph);   /* [blocks, 2, N] */
+    tg_parallel_for(blocks, 1 + 65536 / (LN_PARAM_ROWS * c.N), TG_F(ln_param_blocks), &c);
     TG_T *dg = dw ? w->grad.data : NULL, *dbeta = db ? b->grad.data : NULL;
     for (int64_t j = 0; j < c.N; j++) {
-        if (dg) dg[j] += (TG_T)c.acc_g[j];
-        if (dbeta) dbeta[j] += (TG_T)c.acc_b[j];
+        double sg = 0, sb = 0;
+        for (int64_t k = 0; k < blocks; k++) {
+            sg += c.acc_g[2 * c.N * k + j];
+            sb += c.acc_g[2 * c.N * k + c.N + j];
+        }
+        if (dg) dg[j] += (TG_T)sg;
+        if (dbeta) dbeta[j] += (TG_T)sb;
     }
 }
 
@@ -176,6 +190,8 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
 #include "ops_internal.h"
 #include "layernorm.h"
 #include "vec.h"
+
+#define LN_PARAM_ROWS 256   /* rows per partial sum of dgamma / dbeta */
 
 #define TG_KERNELS 32
 #include "layernorm.c"
@@ -279,7 +295,10 @@ tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *norma
     /* saved for backward: mean and rstd per row, [*leading] */
     if (tg_node_buffer(n, TG_F64, lead, v->shape) < 0 || tg_node_buffer(n, TG_F64, lead, v->shape) < 0)
         return NULL;
-    tg_node_scratch(n, 2 * (size_t)N * sizeof(double));   /* dgamma, dbeta column sums */
+    /* dgamma, dbeta partial sums per block of LN_PARAM_ROWS rows */
+    const int64_t rows = N ? v->numel / N : 0;
+    tg_node_scratch(n, 2 * (size_t)N * (size_t)((rows + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS) *
+                           sizeof(double));
     return n;
 }
 

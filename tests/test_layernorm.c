@@ -100,6 +100,23 @@ Test(layernorm, thread_count_invariant)
                   "%s", tg_last_error());
         const tg_tensor *t[4] = {tg_node_value(y), tg_node_grad(x), tg_node_grad(w),
                                  tg_node_grad(b)};
+        /* dgamma and dbeta over R = 300 rows (two blocks of partial sums)
+         * against sums in double: xhat = (y - beta) / gamma */
+        const float *yv = t[0]->data, *dyv = dy->data, *wv = tg_node_value(w)->data,
+                    *bv = tg_node_value(b)->data;
+        for (int64_t j = 0; j < N; j++) {
+            double sg = 0, sb = 0;
+            for (int64_t r = 0; r < R; r++) {
+                double xh = ((double)yv[r * N + j] - bv[j]) / wv[j];
+                sg += (double)dyv[r * N + j] * xh;
+                sb += dyv[r * N + j];
+            }
+            const float gw = ((const float *)t[2]->data)[j], gb = ((const float *)t[3]->data)[j];
+            cr_assert(fabs(gw - sg) <= 1e-3 * (1 + fabs(sg)), "dgamma[%lld] %g vs %g",
+                      (long long)j, gw, sg);
+            cr_assert(fabs(gb - sb) <= 1e-4 * (1 + fabs(sb)), "dbeta[%lld] %g vs %g",
+                      (long long)j, gb, sb);
+        }
         for (int k = 0; k < 4; k++) {
             res[pass][k] = malloc((size_t)t[k]->numel * sizeof(float));
             memcpy(res[pass][k], t[k]->data, (size_t)t[k]->numel * sizeof(float));
