@@ -224,6 +224,9 @@ ParameterizedTestParameters(gemm, shapes)
         T4(20, 2000, 70, 1, 1.0, 0.5),   /* few rows, big: the columns are split over threads */
         T4(64, 40, 2000, 2, 1.0, 0.5),   /* many K slices: C split by rows over threads */
         T4(30, 140, 1900, 0, -1.0, 1.0), /* many K slices: C split by columns */
+        T4(64, 64, 2688, 1, 1.5, 0.5),   /* small C, long K: K split (auto path) */
+        T4(5, 7, 4099, 0, -1.0, 0.0),    /* K split into 4 uneven parts */
+        T4(128, 128, 2048, 0, 1.0, 1.0), /* the largest C the K split takes */
     };
     return cr_make_param_array(gemm_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -238,6 +241,7 @@ ParameterizedTestParameters(gemm, shapes_f64)
         T4(65, 63, 129, 1, -0.5, 1.0),
         T4(129, 65, 17, 0, 1.0, 0.5),
         T4(100, 30, 300, 2, 1.0, 0.0),
+        T4(33, 17, 9000, 1, 0.5, 1.0),   /* K split into 8 parts */
     };
     return cr_make_param_array(gemm_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -379,6 +383,7 @@ Test(gemm, same_bits_for_1_and_2_threads)
     same_bits(5, 33, 520);      /* fewer rows than a tile */
     same_bits(64, 40, 2000);    /* small on one thread, split by rows on two */
     same_bits(30, 140, 1900);   /* split by columns on two */
+    same_bits(64, 64, 2688);    /* K split: 2 parts, in parallel on two */
 }
 
 /* ---- no allocation in steady state: buffers are per thread, made once ---- */
