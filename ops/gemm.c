@@ -134,7 +134,7 @@ void tg__gemm_path_set(tg__gemm_path p)
 #define GEMM_MAX_MR 12
 #define GEMM_MAX_NR 32
 #define GEMM_KC 256       /* K slice depth of every kernel (the stack fallback relies on it) */
-#define GEMM_KSPLIT_MAX_C (128 * 128)     /* K split: C at most this many elements ... */
+#define GEMM_KSPLIT_MAX_C (256 * 256)     /* K split: C at most this many elements ... */
 #define GEMM_KSPLIT_MAX_PARTS 8           /* ... in at most this many parts */
 #define GEMM_K_BYTES ((size_t)GEMM_KSPLIT_MAX_PARTS * GEMM_KSPLIT_MAX_C * sizeof(double))
 

@@ -226,7 +226,7 @@ ParameterizedTestParameters(gemm, shapes)
         T4(30, 140, 1900, 0, -1.0, 1.0), /* many K slices: C split by columns */
         T4(64, 64, 2688, 1, 1.5, 0.5),   /* small C, long K: K split (auto path) */
         T4(5, 7, 4099, 0, -1.0, 0.0),    /* K split into 4 uneven parts */
-        T4(128, 128, 2048, 0, 1.0, 1.0), /* the largest C the K split takes */
+        T4(256, 256, 2048, 0, 1.0, 1.0), /* the largest C the K split takes */
     };
     return cr_make_param_array(gemm_case, cases, sizeof cases / sizeof cases[0]);
 }
