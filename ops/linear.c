@@ -12,17 +12,24 @@
 
 typedef struct { int64_t M, in, out; } linear_attr;
 
+/* rows [begin, end) of Y = the bias */
+static void bias_rows(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const tg_node *n = ctx;
+    const linear_attr *a = n->attr;
+    const size_t row = (size_t)a->out * tg_dtype_size(n->value.dtype);
+    char *y = n->value.data;
+    (void)tid;
+    for (int64_t m = begin; m < end; m++) memcpy(y + (size_t)m * row, n->in[2]->value.data, row);
+}
+
 /* forward: Y[M, out] = X[M, in] . W[out, in]^T (+ b) */
 static tg_status linear_forward(tg_node *n)
 {
     const linear_attr *a = n->attr;
     tg_dtype dt = n->value.dtype;
-    size_t es = tg_dtype_size(dt);
-    if (n->n_in == 3) {   /* broadcast the bias into every row, then accumulate */
-        const char *b = n->in[2]->value.data;
-        char *y = n->value.data;
-        for (int64_t m = 0; m < a->M; m++) memcpy(y + (size_t)(m * a->out) * es, b, (size_t)a->out * es);
-    }
+    /* broadcast the bias into every row (on the pool), then accumulate */
+    if (n->n_in == 3 && a->out > 0) tg_parallel_for(a->M, 1 + 16384 / a->out, bias_rows, n);
     tg_gemm_batched(dt, false, true, 1, a->M, a->out, a->in, 1.0, n->in[0]->value.data, a->in, 0,
                     n->in[1]->value.data, a->in, 0, n->n_in == 3 ? 1.0 : 0.0, n->value.data,
                     a->out, 0);
