@@ -18,6 +18,7 @@ typedef struct TG_F(drop_ctx) {
     tg_node *n;
     int      mode;
     bool     fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+    bool     vec;     /* F32 with the AVX2 kernel (tg__vec_dropout) */
     TG_T     scale;
     uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
 } TG_F(drop_ctx);
@@ -30,6 +31,12 @@ static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int
     TG_T *y = c->n->value.data;                  /* [numel] */
     const TG_T scale = c->scale;
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->mode == DROP_MASK && c->vec && c->threshold < ((uint64_t)1 << 32)) {
+        tg__vec_dropout(x + begin, y + begin, end - begin, begin, c->key, c->threshold, scale, 0);
+        return;
+    }
+#endif
     switch (c->mode) {
     case DROP_COPY:
         for (int64_t i = begin; i < end; i++) y[i] = x[i];
@@ -53,6 +60,13 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T scale = c->scale;
     const bool fresh = c->fresh;   /* dx = 0 + ..., not read */
     (void)tid;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->mode == DROP_MASK && c->vec && c->threshold < ((uint64_t)1 << 32)) {
+        tg__vec_dropout(dy + begin, dx + begin, end - begin, begin, c->key, c->threshold, scale,
+                        fresh ? 2 : 1);
+        return;
+    }
+#endif
     switch (c->mode) {
     case DROP_COPY:
         for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i];
@@ -71,7 +85,8 @@ static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, in
 static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
                            uint64_t threshold, bool backward)
 {
-    TG_F(drop_ctx) c = {n, mode, backward && tg_grad_fresh(n, 0), (TG_T)scale, key, threshold};
+    TG_F(drop_ctx) c = {n, mode, backward && tg_grad_fresh(n, 0), TG_KERNELS == 32 && tg__vec_on(),
+                        (TG_T)scale, key, threshold};
     tg_parallel_for(n->value.numel, 16384,
                     backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
 }
@@ -83,6 +98,7 @@ static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
 
 #include "ops_internal.h"
 #include "dropout.h"
+#include "vec.h"
 
 enum { DROP_COPY, DROP_ZERO, DROP_MASK };
 

@@ -89,15 +89,25 @@ void tg__sum_to_acc(tg_dtype dt, const tg_tensor *dy, tg_tensor *dx, double scal
 
 /* ---- dropout's random stream (tg_dropout, tg_sdpa) ---- */
 
-/* 32 uniform bits for element i of a dropout mask with this key (splitmix64's
- * finaliser over key + i * golden ratio: a bijection of the counter). Element
- * i is kept when the bits are at least ceil(p * 2^32). */
+/* Chris Wellons' lowbias32 integer hash: a bijection of 32-bit words with
+ * near-ideal avalanche, in 32-bit arithmetic so AVX2 runs it 8 lanes wide. */
+static inline uint32_t tg__lowbias32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
+/* 32 uniform bits for element i of a dropout mask with this key: the low word
+ * of i mixed with the key's, then the high words: a bijection of the counter
+ * for a fixed key. Element i is kept when the bits are at least
+ * ceil(p * 2^32). tg__vec_dropout (ops/vec.c) computes the same bits. */
 static inline uint64_t tg__drop_bits(uint64_t key, int64_t i)
 {
-    uint64_t z = key + (uint64_t)i * 0x9e3779b97f4a7c15u;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return (z ^ (z >> 31)) >> 32;
+    uint32_t x = tg__lowbias32((uint32_t)(uint64_t)i ^ (uint32_t)key);
+    return tg__lowbias32(x ^ (uint32_t)((uint64_t)i >> 32) ^ (uint32_t)(key >> 32));
 }
 
 #endif

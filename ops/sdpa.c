@@ -36,6 +36,12 @@ static inline TG_T TG_F(sdpa_keep)(const sdpa_ctx *c, int64_t row, int64_t j)
 static void TG_F(sdpa_drop_row)(const sdpa_ctx *c, TG_T *p, int64_t row, int64_t n)
 {
     if (c->mode == SDPA_COPY) return;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->mode == SDPA_MASK && c->vec && c->threshold < ((uint64_t)1 << 32)) {
+        tg__vec_dropout(p, p, n, row * c->S, c->key, c->threshold, (float)c->dscale, 0);
+        return;
+    }
+#endif
     for (int64_t j = 0; j < n; j++) p[j] *= TG_F(sdpa_keep)(c, row, j);
 }
 

@@ -88,6 +88,13 @@ void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const f
                            int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                            int64_t ldc);
 
+/* Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
+ * (ops/ops_internal.h) with this key and threshold (element kept when its
+ * bits >= threshold, threshold < 2^32), m = keep ? scale : 0:
+ *   mode 0: dst = src * m;  mode 1: dst += src * m;  mode 2: dst = 0 + src * m */
+void tg__vec_dropout(const float *src, float *dst, int64_t n, int64_t i0, uint64_t key,
+                     uint64_t threshold, float scale, int mode);
+
 /* layer norm of one row of N: y = (x - mean) * rstd * gamma + beta (gamma,
  * beta may be NULL); *mean, *rstd get the saved statistics */
 void tg__vec_ln_row(const float *x, float *y, const float *gamma, const float *beta, int64_t N,

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops_internal.h"
 #include "testutil.h"
 #include "threads.h"
 #include "vec.h"
@@ -645,3 +646,42 @@ Test(vec_kernels, softmax_row_stats)
     }
 }
 #endif
+
+/* tg__vec_dropout against the scalar mask of tg__drop_bits, bit for bit, in
+ * its three modes: lengths 0..40 (every tail), element offsets that put the
+ * 2^32 boundary of the counter's low word inside a vector, thresholds from
+ * keep-all to keep-nearly-none, and NaN kept through a dropped element. */
+Test(vec_kernels, dropout_matches_the_scalar_mask)
+{
+    NEED_VEC();
+    rng_state = 17;
+    const int64_t offsets[] = {0, 5, 1000003, ((int64_t)1 << 32) - 13, ((int64_t)1 << 32) - 3,
+                               ((int64_t)3 << 32) + 7};
+    const uint64_t thresholds[] = {0, 1, 429496730, 2147483648u, 4294967295u};
+    const uint64_t keys[] = {0x0123456789abcdefu, 0xfedcba9876543210u};
+    float src[40], dst[40], want[40], base[40];
+    for (size_t o = 0; o < sizeof offsets / sizeof *offsets; o++)
+        for (size_t t = 0; t < sizeof thresholds / sizeof *thresholds; t++)
+            for (size_t k = 0; k < 2; k++)
+                for (int64_t n = 0; n <= 40; n++)
+                    for (int mode = 0; mode < 3; mode++) {
+                        for (int64_t i = 0; i < 40; i++) src[i] = randn(), base[i] = randn();
+                        src[n / 2] = NAN;
+                        const float scale = 1.25f;
+                        for (int64_t i = 0; i < 40; i++) {
+                            bool keep = tg__drop_bits(keys[k], offsets[o] + i) >= thresholds[t];
+                            float v = src[i] * (keep ? scale : 0.0f);
+                            want[i] = i >= n ? base[i] : mode == 0 ? v
+                                                      : mode == 1 ? base[i] + v : 0.0f + v;
+                        }
+                        memcpy(dst, base, sizeof dst);
+                        tg__vec_dropout(src, dst, n, offsets[o], keys[k], thresholds[t], scale,
+                                        mode);
+                        for (int64_t i = 0; i < 40; i++)
+                            cr_assert(memcmp(&dst[i], &want[i], sizeof(float)) == 0 ||
+                                          (isnan(dst[i]) && isnan(want[i])),
+                                      "offset %lld threshold %llu n %lld mode %d at %lld: %g vs %g",
+                                      (long long)offsets[o], (unsigned long long)thresholds[t],
+                                      (long long)n, mode, (long long)i, dst[i], want[i]);
+                    }
+}
