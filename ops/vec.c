@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops_internal.h"
 #include "vec.h"
 
 #if TG_VEC
@@ -641,6 +642,7 @@ AVX2 void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t depth, float alpha
 
 /* ---- dropout ---- */
 
+/* tg__lowbias32 (ops_internal.h), 8 lanes */
 AVX2 static inline __m256i lowbias32_v(__m256i x)
 {
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
@@ -648,15 +650,6 @@ AVX2 static inline __m256i lowbias32_v(__m256i x)
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
     x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x846ca68bu));
     return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-}
-
-static inline uint32_t lowbias32_s(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
 }
 
 /* The bits of tg__drop_bits for 8 consecutive elements from i (the lanes'
@@ -688,12 +681,8 @@ AVX2 void tg__vec_dropout(const float *src, float *dst, int64_t n, int64_t i0, u
             keep = _mm256_and_ps(vs, _mm256_castsi256_ps(drop_keep(i, key, tb)));
         } else {   /* the low word wraps inside these 8: element by element */
             float f[8] = {0};
-            for (int64_t l = 0; l < cnt; l++) {
-                uint64_t u = (uint64_t)(i + l);
-                uint32_t x = lowbias32_s((uint32_t)u ^ (uint32_t)key);
-                x = lowbias32_s(x ^ (uint32_t)(u >> 32) ^ (uint32_t)(key >> 32));
-                f[l] = x >= threshold ? scale : 0.0f;
-            }
+            for (int64_t l = 0; l < cnt; l++)
+                f[l] = tg__drop_bits(key, i + l) >= threshold ? scale : 0.0f;
             keep = _mm256_loadu_ps(f);
         }
         v8f v = _mm256_mul_ps(ld(src + j, REM, m), keep);
