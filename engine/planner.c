@@ -135,9 +135,10 @@ tg_status tg_graph_plan(tg_graph *g)
     g->fresh = tg__calloc((size_t)N + 1, 1);
     int64_t *rd_lo = tg__malloc(((size_t)N + 1) * sizeof *rd_lo);   /* readers' backward times */
     int64_t *rd_hi = tg__malloc(((size_t)N + 1) * sizeof *rd_hi);
+    uint8_t *hold = tg__malloc((size_t)N + 1);   /* values never recomputed */
     tg_status st = TG_OK;
     if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
-        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi)
+        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi || !hold)
         goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */
@@ -150,10 +151,17 @@ tg_status tg_graph_plan(tg_graph *g)
     for (int i = 0; i < N; i++)
         for (int k = 0; k < g->nodes[i]->n_in; k++) consumers[g->nodes[i]->in[k]->id]++;
     /* Which values are recomputed in backward (remat_done marks them for now):
-     * cheap ops first, then (recompute on) linear outputs that no cheap
-     * recomputed op reads. A recomputed op's inputs are plain values, alive
-     * through its own backward, which runs after every reader's. */
+     * cheap ops first, then (recompute on) linear outputs. A recomputed op's
+     * inputs are plain values, alive through its own backward, which runs
+     * after every reader's. `hold` marks values that stay: read after the
+     * forward through a view (kept, or an output), or inputs of a cheap
+     * recomputed op (that op is recomputed from them instead). */
     for (int i = 0; i < N; i++) rd_lo[i] = END, rd_hi[i] = -1, g->remat_done[i] = 0;
+    for (int i = 0; i < N; i++) {
+        tg_node *n = g->nodes[i];
+        hold[i] = n->keep || consumers[i] == 0;
+        if (tg__is_view(n) && hold[i]) hold[tg__root_of(n)->id] = 1;
+    }
     for (int pass = 0; pass < 2; pass++) {
         const unsigned want = pass == 0 ? TG_OP_RECOMPUTE : TG_OP_RECOMPUTE_COSTLY;
         if (!g->grad_enabled || !g->share_values || (pass == 1 && !g->recompute)) break;
@@ -161,19 +169,12 @@ tg_status tg_graph_plan(tg_graph *g)
             tg_node *n = g->nodes[i];
             unsigned f = n->op ? n->op->flags : 0;
             bool ok = n->kind == TG_NODE_OP && (f & want) && (f & TG_OP_BWD_NO_OUTPUT) &&
-                      !(f & (TG_OP_BWD_NO_INPUTS | TG_OP_VIEW)) && n->requires_grad &&
-                      !n->keep && consumers[i] > 0;
+                      !(f & (TG_OP_BWD_NO_INPUTS | TG_OP_VIEW)) && n->requires_grad && !hold[i];
             for (int k = 0; ok && k < n->n_in; k++) ok = !g->remat_done[tg__root_of(n->in[k])->id];
-            if (pass == 1)   /* not read by a cheap recomputed op */
-                for (int j = i + 1; ok && j < N; j++)
-                    for (int k = 0; ok && k < g->nodes[j]->n_in; k++)
-                        ok = !(g->remat_done[j] && tg__root_of(g->nodes[j]->in[k])->id == i);
-            if (ok) g->remat_done[i] = 1;
+            if (!ok) continue;
+            g->remat_done[i] = 1;
+            for (int k = 0; k < n->n_in; k++) hold[tg__root_of(n->in[k])->id] = 1;
         }
-    }
-    for (int i = 0; i < N; i++) {   /* kept or an output through a view: not recomputed */
-        tg_node *n = g->nodes[i];
-        if (tg__is_view(n) && (n->keep || consumers[i] == 0)) g->remat_done[tg__root_of(n)->id] = 0;
     }
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -255,6 +256,7 @@ done:
     tg__free(tmp);
     tg__free(rd_lo);
     tg__free(rd_hi);
+    tg__free(hold);
     return st;
 }
 
