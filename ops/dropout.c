@@ -5,7 +5,7 @@
  * remembered for the backward (so the backward always matches the forward
  * that ran): COPY (eval, or p = 0), ZERO (p = 1) or MASK. In MASK mode each
  * forward takes one 64-bit key from the graph RNG and element i is kept when
- * the top 32 bits of a hash of (key, i) are at least p * 2^32: a counter-based
+ * a 32-bit hash of (key, i) (tg__drop_bits) is at least p * 2^32: a counter-based
  * stream, so the mask is drawn in the same parallel pass that applies it and
  * does not depend on the thread count, and the backward regenerates it from
  * the key instead of storing a byte per element. Keep probability is 1 - p to

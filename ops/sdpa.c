@@ -16,7 +16,8 @@
  * backward.) With the causal mask a block of rows [i0, i1) needs only the
  * first i1 columns, and entries s > l are exact zeros of P.
  *
- * Scratch: two rb x S blocks per slot. The forward's items are (b, h, row
+ * Scratch: two rb x S blocks per slot (three with dropout: the backward
+ * draws each row's keep factors once, for Pd and for dS). The forward's items are (b, h, row
  * block), the backward's (b, h) (dK and dV of a head are summed over all its
  * rows); each is run by one of `slots` workers taking every slots-th item,
  * and a slot owns its scratch, so no two threads share a block.
@@ -137,7 +138,8 @@ static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p)
     TG_F(sdpa_mm)(c, false, false, rows, D, ncols, 1, p, ncols, v, HD, 0, y, HD);
 }
 
-static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_T *t)
+static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_T *t,
+                                     TG_T *u)
 {
     const tg_node *n = c->n;
     const int64_t b = bh / c->H, h = bh % c->H, E = c->E, D = c->D, HE = c->H * E,
@@ -164,12 +166,17 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
         const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
         const int64_t ncols = c->causal ? i0 + rows : c->S;
         TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false);
-        if (dv) {   /* dV += Pd^T dy */
+        /* with dropout, u = keep / (1 - p) of these rows, drawn once for both uses */
+        const bool drop = c->mode != SDPA_COPY;
+        for (int64_t r = 0; drop && r < rows; r++) {
+            TG_T *ur = u + r * ncols;
+            for (int64_t j = 0; j < ncols; j++) ur[j] = 1;
+            TG_F(sdpa_drop_row)(c, ur, bh * c->L + i0 + r, ncols);
+        }
+        if (dv) {   /* dV += Pd^T dy,  Pd = P u */
             const TG_T *pd = p;
-            if (c->mode != SDPA_COPY) {
-                memcpy(t, p, (size_t)(rows * ncols) * sizeof *t);
-                for (int64_t r = 0; r < rows; r++)
-                    TG_F(sdpa_drop_row)(c, t + r * ncols, bh * c->L + i0 + r, ncols);
+            if (drop) {
+                for (int64_t x = 0; x < rows * ncols; x++) t[x] = p[x] * u[x];
                 pd = t;
             }
             TG_F(sdpa_mm)(c, true, false, ncols, D, rows, 1, pd, ncols, dy + i0 * HD, HD, beta_v,
@@ -179,7 +186,7 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
         /* t = dPd = dy V^T, then dS = P * (dPd * keep / (1 - p) - D) */
         TG_F(sdpa_mm)(c, false, true, rows, ncols, D, 1, dy + i0 * HD, HD, v, HD, 0, t, ncols);
         for (int64_t r = 0; r < rows; r++) {
-            const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols, row = bh * c->L + i;
+            const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols;
             const TG_T *yi = y + i * HD, *dyi = dy + i * HD;
             double dot = 0;
 #if TG_KERNELS == 32 && TG_VEC
@@ -188,9 +195,11 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
 #endif
             for (int64_t d = 0; d < D; d++) dot += (double)dyi[d] * yi[d];
             TG_T *tr = t + r * ncols;
-            const TG_T *pr = p + r * ncols;
-            for (int64_t j = 0; j < nv; j++)
-                tr[j] = (TG_T)(pr[j] * (tr[j] * TG_F(sdpa_keep)(c, row, j) - dot));
+            const TG_T *pr = p + r * ncols, *ur = u + r * ncols;
+            if (drop)
+                for (int64_t j = 0; j < nv; j++) tr[j] = (TG_T)(pr[j] * (tr[j] * ur[j] - dot));
+            else
+                for (int64_t j = 0; j < nv; j++) tr[j] = (TG_T)(pr[j] * (tr[j] - dot));
             for (int64_t j = nv; j < ncols; j++) tr[j] = 0;
         }
         if (dq)
@@ -210,9 +219,9 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
     (void)tid;
     for (int64_t s = begin; s < end; s++) {
         TG_T *p = (TG_T *)((unsigned char *)c->scratch + (size_t)s * c->slot_bytes);
-        TG_T *t = p + c->rb * c->S;   /* [rb, S] each */
+        TG_T *t = p + c->rb * c->S, *u = t + c->rb * c->S;   /* [rb, S] each; u: dropout */
         for (int64_t it = s; it < c->items; it += c->slots) {
-            if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t);
+            if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t, u);
             else             TG_F(sdpa_forward_item)(c, it, p);
         }
     }
@@ -380,7 +389,9 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
     /* short heads: the products by the small vector kernels */
     a->small = S <= SDPA_SMALL && E <= SDPA_SMALL && D <= SDPA_SMALL;
     size_t sz = tg_dtype_size(qv->dtype);
-    a->slot_bytes = ((size_t)(2 * rb * S) * sz + 63) & ~(size_t)63;
+    /* per slot: P and a work block, and with dropout the keep factors */
+    const int64_t blocks = dropout > 0 ? 3 : 2;
+    a->slot_bytes = ((size_t)(blocks * rb * S) * sz + 63) & ~(size_t)63;
     tg_node_scratch(n, (size_t)a->slots * a->slot_bytes);
     /* per query row: the softmax's max and 1 / sum (double), [B, H, L, 2] */
     if (tg_node_buffer(n, TG_F64, 4, (int64_t[]){B, H, L, 2}) < 0) return NULL;
