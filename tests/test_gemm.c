@@ -583,9 +583,26 @@ Test(threads, concurrent_callers)
     }
 }
 
+/* AddressSanitizer's allocator (gcc 12's libsanitizer) has no fork handlers:
+ * a size-class lock that another thread of the test process (Criterion's
+ * nanomsg poller) holds at fork() stays locked in the child, and the child's
+ * first allocation from that class (a worker's exit freeing its TLS) hangs.
+ * Seen once in the asan suite. glibc's malloc locks around fork(), so the
+ * plain suite (make test, also in CI) runs this. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TT_ASAN 1
+#endif
+#endif
+
 /* a child of fork() gets a working pool (it restarts; the parent's keeps going) */
 Test(threads, works_after_fork)
 {
+#ifdef TT_ASAN
+    cr_skip_test("fork() with other threads is not safe under AddressSanitizer's allocator");
+#endif
     tg_threads_set(2);
     atomic_int hits[64];
     for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
