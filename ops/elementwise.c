@@ -152,55 +152,56 @@ static void TG_F(binary_backward)(tg_node *n, int kind)
 
 /* -------------------------------------------------------------- unary ops */
 
-typedef struct TG_F(unary_ctx) { tg_node *n; int kind; TG_T s; } TG_F(unary_ctx);
+typedef struct TG_F(unary_ctx) { tg_node *n; int kind; TG_T s; bool fresh; } TG_F(unary_ctx);
 
-/* forward, element by element */
+/* forward, element by element: one loop per kind (so each vectorises) */
 static void TG_F(unary_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(unary_ctx) *c = vctx;
-    const TG_T *x = c->n->in[0]->value.data;
+    const TG_T *x = c->n->in[0]->value.data, s = c->s;
     TG_T *y = c->n->value.data;
     (void)tid;
-    for (int64_t i = begin; i < end; i++) {
-        TG_T v = x[i];
-        switch (c->kind) {
-        case UN_SCALE:  y[i] = c->s * v; break;
-        case UN_NEG:    y[i] = -v; break;
-        case UN_EXP:    y[i] = TG_M(exp)(v); break;
-        case UN_LOG:    y[i] = TG_M(log)(v); break;
-        case UN_SQRT:   y[i] = TG_M(sqrt)(v); break;
-        case UN_SQUARE: y[i] = v * v; break;
-        default:        y[i] = v < 0 ? (TG_T)0 : v; break;   /* relu: keeps NaN and -0.0 */
-        }
+#define UN_LOOP(expr) for (int64_t i = begin; i < end; i++) { TG_T v = x[i]; y[i] = (expr); }
+    switch (c->kind) {
+    case UN_SCALE:  UN_LOOP(s * v) break;
+    case UN_NEG:    UN_LOOP(-v) break;
+    case UN_EXP:    UN_LOOP(TG_M(exp)(v)) break;
+    case UN_LOG:    UN_LOOP(TG_M(log)(v)) break;
+    case UN_SQRT:   UN_LOOP(TG_M(sqrt)(v)) break;
+    case UN_SQUARE: UN_LOOP(v * v) break;
+    default:        UN_LOOP(v < 0 ? (TG_T)0 : v) break;   /* relu: keeps NaN and -0.0 */
     }
+#undef UN_LOOP
 }
 
-/* backward: dx += dy * dy/dx
+/* backward: dx += dy * dy/dx (dx = 0 + ... when fresh: tg_grad_fresh)
  *   scale: s    neg: -1    exp: y    log: 1/x    sqrt: 1/(2y)    square: 2x
  *   relu: 1 where x > 0, else 0 (0 at exactly 0, as PyTorch) */
 static void TG_F(unary_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const TG_F(unary_ctx) *c = vctx;
     const TG_T *x = c->n->in[0]->value.data, *y = c->n->value.data, *dy = c->n->grad.data;
+    const TG_T s = c->s;
     TG_T *dx = c->n->in[0]->grad.data;
+    const bool f = c->fresh;
     (void)tid;
-    for (int64_t i = begin; i < end; i++) {
-        TG_T g = dy[i];
-        switch (c->kind) {
-        case UN_SCALE:  dx[i] += c->s * g; break;
-        case UN_NEG:    dx[i] -= g; break;
-        case UN_EXP:    dx[i] += g * y[i]; break;
-        case UN_LOG:    dx[i] += g / x[i]; break;
-        case UN_SQRT:   dx[i] += g / (2 * y[i]); break;
-        case UN_SQUARE: dx[i] += 2 * x[i] * g; break;
-        default:        dx[i] += x[i] > 0 ? g : (TG_T)0; break;
-        }
+#define UN_LOOP(expr) \
+    for (int64_t i = begin; i < end; i++) { TG_T g = dy[i]; dx[i] = (f ? 0 : dx[i]) + (expr); }
+    switch (c->kind) {
+    case UN_SCALE:  UN_LOOP(s * g) break;
+    case UN_NEG:    UN_LOOP(-g) break;
+    case UN_EXP:    UN_LOOP(g * y[i]) break;
+    case UN_LOG:    UN_LOOP(g / x[i]) break;
+    case UN_SQRT:   UN_LOOP(g / (2 * y[i])) break;
+    case UN_SQUARE: UN_LOOP(2 * x[i] * g) break;
+    default:        UN_LOOP(x[i] > 0 ? g : (TG_T)0) break;
     }
+#undef UN_LOOP
 }
 
 static void TG_F(unary_run)(tg_node *n, int kind, double s, bool backward)
 {
-    TG_F(unary_ctx) c = {n, kind, (TG_T)s};
+    TG_F(unary_ctx) c = {n, kind, (TG_T)s, backward && tg_grad_fresh(n, 0)};
     tg_parallel_for(n->value.numel, 16384,
                     backward ? TG_F(unary_backward_range) : TG_F(unary_forward_range), &c);
 }
@@ -302,18 +303,21 @@ static uint64_t relu_kinks(const tg_node *n)
     return h;
 }
 
-#define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward}
+#define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
+                     .flags = TG_OP_BWD_FRESH}
 static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
                                .backward = unary_backward, .describe = scale_describe,
-                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                        TG_OP_BWD_FRESH};
 static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
 static const tg_op op_exp = UNARY_OP(exp);
 static const tg_op op_log = UNARY_OP(log);
 static const tg_op op_sqrt = UNARY_OP(sqrt);
 static const tg_op op_square = UNARY_OP(square);
 static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
-                              .backward = unary_backward, .kinks = relu_kinks};
+                              .backward = unary_backward, .kinks = relu_kinks,
+                              .flags = TG_OP_BWD_FRESH};
 
 static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
 {
