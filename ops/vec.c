@@ -236,9 +236,51 @@ MAP(tg__vec_tanh, vtanh)
 /* forward: z = scale x, m = max z (NaN entries skipped, as the portable
  * `if (z > m)`), e = exp(z - m), y = e / sum e. An all -inf row has m = -inf
  * and z - m = NaN: a NaN row; a NaN or +inf entry makes the sum NaN: a NaN row. */
+/* A row of at most 16 held in two registers: the arithmetic of the loops
+ * below, in their order (so the same bits), without the three passes. The
+ * lanes past the end go into exp as 0 - max, never as -inf: exp of -inf
+ * would go through subnormal products, which cost microcode assists. */
+AVX2 static void softmax_row_short(const float *x, float *y, int64_t n, float scale,
+                                   float *max, double *rsum, bool given)
+{
+    const int64_t n1 = n - 8;   /* lanes in the second register (<= 0: none) */
+    const __m256i m0 = tail_mask(n < 8 ? n : 8), m1 = tail_mask(n1 > 0 ? n1 : 1);
+    const v8f k0 = _mm256_castsi256_ps(m0), k1 = _mm256_castsi256_ps(m1);
+    v8f vs = K(scale);
+    v8f z0 = _mm256_mul_ps(ld(x, n, m0), vs);
+    v8f z1 = n1 > 0 ? _mm256_mul_ps(ld(x + 8, n1, m1), vs) : K(0.0f);
+    float mxs = given ? *max : -INFINITY;
+    if (!given) {
+        v8f vm = _mm256_max_ps(n < 8 ? _mm256_blendv_ps(K(-INFINITY), z0, k0) : z0, K(-INFINITY));
+        if (n1 > 0) vm = _mm256_max_ps(n1 < 8 ? _mm256_blendv_ps(K(-INFINITY), z1, k1) : z1, vm);
+        mxs = hmax(vm);
+    }
+    v8f mx = K(mxs);
+    v8f e0 = vexp(_mm256_sub_ps(z0, mx));
+    if (n < 8) e0 = _mm256_and_ps(e0, k0);
+    v4d s0 = _mm256_add_pd(_mm256_setzero_pd(), lo_d(e0));
+    v4d s1 = _mm256_add_pd(_mm256_setzero_pd(), hi_d(e0));
+    v8f e1 = K(0.0f);
+    if (n1 > 0) {
+        e1 = vexp(_mm256_sub_ps(z1, mx));
+        if (n1 < 8) e1 = _mm256_and_ps(e1, k1);
+        s0 = _mm256_add_pd(s0, lo_d(e1));
+        s1 = _mm256_add_pd(s1, hi_d(e1));
+    }
+    double rs = given ? *rsum : 1.0 / hsum_d(_mm256_add_pd(s0, s1));
+    v4d r = _mm256_set1_pd(rs);
+    st(y, from_d(_mm256_mul_pd(lo_d(e0), r), _mm256_mul_pd(hi_d(e0), r)), n, m0);
+    if (n1 > 0) st(y + 8, from_d(_mm256_mul_pd(lo_d(e1), r), _mm256_mul_pd(hi_d(e1), r)), n1, m1);
+    if (!given) *max = mxs, *rsum = rs;
+}
+
 AVX2 void tg__vec_softmax_row_stats(const float *x, float *y, int64_t n, float scale,
                                     float *max, double *rsum, bool given)
 {
+    if (n > 0 && n <= 16) {
+        softmax_row_short(x, y, n, scale, max, rsum, given);
+        return;
+    }
     v8f vs = K(scale);
     float mxs = given ? *max : -INFINITY;
     if (!given) {
