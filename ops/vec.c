@@ -12,8 +12,8 @@
  *            parts), e^r = 1 + r + r^2 Q(r) with Q of degree 5 (relative
  *            error 6e-11 on |r| <= ln2/2), times 2^n built in two halves so
  *            subnormal results round once. x is clamped to [-104, 89] first:
- *            below, the result is 0; above, it overflows to +inf; NaN is
- *            passed through.
+ *            below, the result is 0 (those lanes computed as exp(0), then
+ *            zeroed); above, it overflows to +inf; NaN is passed through.
  *   erf(x):  |x| <= 0.93: x + x P(x^2), P of degree 5 (relative 2e-8);
  *            above: sign(x) (1 - exp(F(|x|))), F of degree 7 fitting
  *            log(erfc) on [0.92, 4] (erfc absolute 4e-11); |x| >= 4 gives 1.
@@ -149,7 +149,11 @@ AVX2 static inline v8f pow2i(__m256i k)
 
 AVX2 static inline v8f vexp(v8f x)
 {
-    v8f xc = _mm256_min_ps(_mm256_max_ps(x, K(-104.0f)), K(89.0f));   /* NaN -> 89, fixed below */
+    /* below -104 the result is 0: those lanes compute exp(0) and are zeroed
+     * at the end, so they never make subnormal products (microcode assists:
+     * masked -inf entries of a softmax row would pay for them) */
+    v8f under = _mm256_cmp_ps(x, K(-104.0f), _CMP_LT_OQ);
+    v8f xc = _mm256_andnot_ps(under, _mm256_min_ps(x, K(89.0f)));   /* NaN -> 89, fixed below */
     v8f n = _mm256_round_ps(_mm256_mul_ps(xc, K(1.44269504088896341f)),
                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);   /* [-150, 128] */
     /* r = x - n ln2; n * 0.693359375 is exact, x minus it too (Sterbenz) */
@@ -166,7 +170,7 @@ AVX2 static inline v8f vexp(v8f x)
     __m256i ni = _mm256_cvtps_epi32(n);
     __m256i h = _mm256_srai_epi32(ni, 1);
     v8f y = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(h)), pow2i(_mm256_sub_epi32(ni, h)));
-    return _mm256_blendv_ps(y, x, isnan_mask(x));
+    return _mm256_blendv_ps(_mm256_andnot_ps(under, y), x, isnan_mask(x));
 }
 
 AVX2 static inline v8f verf(v8f x)
