@@ -212,9 +212,21 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
 #if TG_KERNELS == 32
-            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
+            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX) {  /* the index fits 32 bits */
+#if TG_VEC
+                if (c->vec && in == 1) {
+                    tg__vec_topk_row_f32(x + xb, n, v + ob, IX + ob, k, in, a->largest);
+                    continue;
+                }
+                if (c->vec && n <= TOPK_GATHER) {   /* a strided row, copied out first */
+                    float row[TOPK_GATHER];
+                    for (int64_t j = 0; j < n; j++) row[j] = x[xb + j * in];
+                    tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
+                    continue;
+                }
+#endif
                 topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
-            else
+            } else
 #endif
             if (k <= TOPK_SMALL)
                 TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
@@ -234,6 +246,7 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 
 #include "ops_internal.h"
 #include "topk.h"
+#include "vec.h"
 
 typedef struct {
     int     dim;                 /* wrapped */
@@ -241,12 +254,14 @@ typedef struct {
     bool    largest, sorted;
 } topk_attr;
 
-typedef struct { tg_node *n; bool backward; } topk_ctx;
+typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: tg__vec_on() */
 
 /* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
 #ifndef TOPK_SMALL
 #define TOPK_SMALL 64
 #endif
+/* Strided float32 rows up to this n are copied to the stack for the vector kernel. */
+#define TOPK_GATHER 4096
 
 #define TG_KERNELS 32
 #include "topk.c"
@@ -258,7 +273,7 @@ typedef struct { tg_node *n; bool backward; } topk_ctx;
 static void run(tg_node *n, bool backward)
 {
     const topk_attr *a = n->attr;
-    topk_ctx c = {n, backward};
+    topk_ctx c = {n, backward, n->value.dtype == TG_F32 && tg__vec_on()};
     if (a->k == 0) return;
     tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
                     TG_DISPATCH(n->value.dtype, topk_rows), &c);

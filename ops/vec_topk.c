@@ -1,0 +1,433 @@
+/*
+ * vec_topk.c - float32 top-k of one contiguous row, k <= 64, on AVX-512 or
+ * AVX2 (see vec.h). The portable reference is topk_row_packed_f32 in
+ * ops/topk.c; this file picks the same entries in the same order, bit for bit.
+ *
+ * As there, an entry is the rank key and the complemented index packed into
+ * one uint64 (key high, ~index low): the rank order is the integer order and
+ * every entry is distinct and above 0, the padding. A row is read twice:
+ * 1. The bar. Element j joins group j % G, G = 2B (B: the power of two >= k,
+ *    at least 8), one group per vector lane: the group maxima cost one
+ *    unsigned max per vector. The k-th largest of the G maxima, T, is a bar
+ *    that at least k keys reach (the maxima of k groups), so no pick has a
+ *    key below it. For random data about k + k/4 of the row reach it (n = 256,
+ *    k = 32: 41); an ascending or a descending row has exactly k.
+ * 2. The picks. Entries above the bar are compressed into cand (AVX-512
+ *    vpcompressq; AVX2 a permutation from a 16-row table); a full cand is
+ *    reduced into buf, the B best so far, sorted descending, and the bar rises
+ *    to buf[k - 1] (later entries lose every tie with it, so an all-equal row
+ *    stops after one reduce).
+ * A reduce sorts blocks of up to 64 entries in registers with a bitonic
+ * network and merges each into buf with a bitonic merge; the T of step 1 is
+ * the same reduce run on the maxima (as keys with a 0 index).
+ *
+ * AVX2 has no unsigned 64-bit compare: its entries are kept with the top bit
+ * flipped (signed order = unsigned order), padding INT64_MIN.
+ *
+ * The file is compiled once and includes itself once per instruction set
+ * (TK_ISA 512, 256) for the kernels.
+ */
+#ifndef TK_ISA /* ------------------------------------------------ the file proper */
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "vec.h"
+
+#if TG_VEC
+#include <immintrin.h>
+
+#define TK_CAP 128   /* entries held in cand before a reduce (and G <= this) */
+/* the networks are unrolled completely: every loop bound and lane pattern is
+ * a constant once sort / clean are inlined into a case of reduce's switch */
+#define TK_UNROLL _Pragma("GCC unroll 16")
+#define TK_INLINE static inline __attribute__((always_inline))
+
+/* AVX2 compaction: for the 4-bit mask m of the lanes kept, the 32-bit lane
+ * pairs of the kept 64-bit lanes, in order, for vpermd */
+static const int32_t tk_lut[16][8] = {
+    {0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7}, {4, 5, 0, 1, 2, 3, 6, 7}, {0, 1, 4, 5, 2, 3, 6, 7},
+    {2, 3, 4, 5, 0, 1, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}, {6, 7, 0, 1, 2, 3, 4, 5},
+    {0, 1, 6, 7, 2, 3, 4, 5}, {2, 3, 6, 7, 0, 1, 4, 5}, {0, 1, 2, 3, 6, 7, 4, 5},
+    {4, 5, 6, 7, 0, 1, 2, 3}, {0, 1, 4, 5, 6, 7, 2, 3}, {2, 3, 4, 5, 6, 7, 0, 1},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+};
+
+#define TK_ISA 512
+#include "vec_topk.c"
+#undef TK_ISA
+#define TK_ISA 256
+#include "vec_topk.c"
+#undef TK_ISA
+
+void tg__vec_topk_row_f32(const float *x, int64_t n, float *v, int64_t *ix, int64_t k,
+                          int64_t os, bool largest)
+{
+    if (tg__vec_avx512_on()) tk512_row(x, n, v, ix, k, os, largest);
+    else tk256_row(x, n, v, ix, k, os, largest);
+}
+
+#endif /* TG_VEC */
+
+#else /* ---------------------------------------------------- the kernels, per ISA */
+
+#if TK_ISA == 512
+/* 8 entries (uint64) per vector, 16 keys (uint32) per key vector */
+#define TK(name) tk512_##name
+#define TGT __attribute__((target("avx512f,popcnt")))
+#define TK_W 8
+#define TK_LW 16
+typedef __m512i TK(v);
+typedef __m512i TK(u);
+
+TGT static inline TK(v) TK(pad)(void) { return _mm512_setzero_si512(); }
+TGT static inline TK(v) TK(vmax)(TK(v) a, TK(v) b) { return _mm512_max_epu64(a, b); }
+TGT static inline TK(v) TK(vmin)(TK(v) a, TK(v) b) { return _mm512_min_epu64(a, b); }
+/* lane l takes lane l ^ pat */
+TGT static inline TK(v) TK(perm)(TK(v) v, int pat)
+{
+    return _mm512_permutexvar_epi64(_mm512_set_epi64(7 ^ pat, 6 ^ pat, 5 ^ pat, 4 ^ pat, 3 ^ pat,
+                                                     2 ^ pat, 1 ^ pat, 0 ^ pat), v);
+}
+/* compare-exchange of lane l with lane l ^ pat: the max to the lane without
+ * bit hb (pat's top bit), the min to the lane with it */
+TGT static inline TK(v) TK(inreg)(TK(v) v, int pat, int hb)
+{
+    TK(v) p = TK(perm)(v, pat);
+    __mmask8 hi = hb == 1 ? 0xAA : hb == 2 ? 0xCC : 0xF0;
+    return _mm512_mask_min_epu64(_mm512_max_epu64(v, p), hi, v, p);
+}
+/* entries a[0..m), padded */
+TGT static inline TK(v) TK(load)(const uint64_t *a, int64_t m)
+{
+    if (m >= 8) return _mm512_loadu_si512(a);
+    return _mm512_maskz_loadu_epi64(m > 0 ? (__mmask8)((1u << m) - 1) : 0, a);
+}
+TGT static inline void TK(store)(uint64_t *a, TK(v) v) { _mm512_storeu_si512(a, v); }
+/* an entry as stored, unsigned */
+static inline uint64_t TK(plain)(uint64_t e) { return e; }
+
+/* keys of 16 floats (lanes from m on: 0, and excluded from *valid) */
+TGT static inline TK(u) TK(keys)(const float *x, int64_t m, __m512i flip, __mmask16 *valid)
+{
+    __mmask16 ok = m >= 16 ? 0xFFFF : (__mmask16)((1u << m) - 1);
+    __m512 f = _mm512_maskz_loadu_ps(ok, x);
+    __mmask16 zero = _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+    __m512i u = _mm512_maskz_mov_epi32((__mmask16)~zero, _mm512_castps_si512(f));   /* -0 -> +0 */
+    u = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31),
+                                             _mm512_set1_epi32(INT32_MIN)));
+    u = _mm512_mask_mov_epi32(u, nan, _mm512_set1_epi32(-1));
+    *valid = ok;
+    return _mm512_maskz_mov_epi32(ok, _mm512_xor_si512(u, flip));
+}
+TGT static inline TK(u) TK(umax)(TK(u) a, TK(u) b) { return _mm512_max_epu32(a, b); }
+TGT static inline TK(u) TK(usplat)(uint32_t k) { return _mm512_set1_epi32((int)k); }
+/* entries key << 32 of keys half h (lanes 8h .. 8h + 7): the group maxima */
+TGT static inline TK(v) TK(widen)(TK(u) keys, int h)
+{
+    __m256i k8 = h ? _mm512_extracti64x4_epi64(keys, 1) : _mm512_castsi512_si256(keys);
+    return _mm512_slli_epi64(_mm512_cvtepu32_epi64(k8), 32);
+}
+/* the lanes of keys >= lo, a bit per lane */
+TGT static inline unsigned TK(ge)(TK(u) keys, uint32_t lo)
+{
+    return _mm512_cmpge_epu32_mask(keys, _mm512_set1_epi32((int)lo));
+}
+/* store the entries of the lanes in m (keys of x[j ..]) at a, in lane order
+ * (two whole vectors are written); their count */
+TGT static inline int TK(append)(uint64_t *a, TK(u) keys, int64_t j, unsigned m)
+{
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                        24, 8);
+    __m512i nj = _mm512_xor_si512(_mm512_add_epi32(_mm512_set1_epi32((int)j), iota),
+                                  _mm512_set1_epi32(-1));              /* ~index */
+    __m512i ck = _mm512_maskz_compress_epi32((__mmask16)m, keys);
+    __m512i ci = _mm512_maskz_compress_epi32((__mmask16)m, nj);
+    _mm512_storeu_si512(a, _mm512_permutex2var_epi32(ci, lo, ck));
+    _mm512_storeu_si512(a + 8, _mm512_permutex2var_epi32(ci, hi, ck));
+    return __builtin_popcount(m);
+}
+
+#else /* TK_ISA == 256 */
+/* 4 entries (uint64, top bit flipped) per vector, 8 keys (uint32) per key vector */
+#define TK(name) tk256_##name
+#define TGT __attribute__((target("avx2,fma,popcnt")))
+#define TK_W 4
+#define TK_LW 8
+typedef __m256i TK(v);
+typedef __m256i TK(u);
+
+TGT static inline TK(v) TK(pad)(void) { return _mm256_set1_epi64x(INT64_MIN); }
+TGT static inline TK(v) TK(vmax)(TK(v) a, TK(v) b)
+{
+    return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b));
+}
+TGT static inline TK(v) TK(vmin)(TK(v) a, TK(v) b)
+{
+    return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b));
+}
+TGT static inline TK(v) TK(perm)(TK(v) v, int pat)
+{
+    switch (pat) {
+    case 1: return _mm256_shuffle_epi32(v, 0x4E);
+    case 2: return _mm256_permute4x64_epi64(v, 0x4E);
+    default: return _mm256_permute4x64_epi64(v, 0x1B);
+    }
+}
+TGT static inline TK(v) TK(inreg)(TK(v) v, int pat, int hb)
+{
+    TK(v) p = TK(perm)(v, pat);
+    /* lanes without bit hb keep the max: v where v > p there, p elsewhere */
+    TK(v) lo = hb == 1 ? _mm256_set_epi64x(0, -1, 0, -1) : _mm256_set_epi64x(0, 0, -1, -1);
+    return _mm256_blendv_epi8(v, p, _mm256_xor_si256(_mm256_cmpgt_epi64(v, p), lo));
+}
+TGT static inline TK(v) TK(load)(const uint64_t *a, int64_t m)
+{
+    if (m >= 4) return _mm256_loadu_si256((const __m256i *)a);
+    __m256i ok = _mm256_cmpgt_epi64(_mm256_set1_epi64x(m), _mm256_set_epi64x(3, 2, 1, 0));
+    return _mm256_blendv_epi8(TK(pad)(), _mm256_maskload_epi64((const long long *)a, ok), ok);
+}
+TGT static inline void TK(store)(uint64_t *a, TK(v) v) { _mm256_storeu_si256((__m256i *)a, v); }
+static inline uint64_t TK(plain)(uint64_t e) { return e ^ (1ull << 63); }
+
+TGT static inline TK(u) TK(keys)(const float *x, int64_t m, __m256i flip, unsigned *valid)
+{
+    __m256i ok = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(m < 8 ? m : 8)),
+                                    _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+    __m256 f = m >= 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, ok);
+    __m256 zero = _mm256_cmp_ps(f, _mm256_setzero_ps(), _CMP_EQ_OQ);
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+    __m256i u = _mm256_castps_si256(_mm256_andnot_ps(zero, f));                    /* -0 -> +0 */
+    u = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31),
+                                             _mm256_set1_epi32(INT32_MIN)));
+    u = _mm256_or_si256(u, nan);
+    *valid = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok));
+    return _mm256_and_si256(_mm256_xor_si256(u, flip), ok);
+}
+TGT static inline TK(u) TK(umax)(TK(u) a, TK(u) b) { return _mm256_max_epu32(a, b); }
+TGT static inline TK(u) TK(usplat)(uint32_t k) { return _mm256_set1_epi32((int)k); }
+/* entries key << 32 of keys half h, top bit flipped: the group maxima */
+TGT static inline TK(v) TK(widen)(TK(u) keys, int h)
+{
+    __m128i k4 = h ? _mm256_extracti128_si256(keys, 1) : _mm256_castsi256_si128(keys);
+    k4 = _mm_xor_si128(k4, _mm_set1_epi32(INT32_MIN));
+    return _mm256_slli_epi64(_mm256_cvtepu32_epi64(k4), 32);
+}
+TGT static inline unsigned TK(ge)(TK(u) keys, uint32_t lo)
+{
+    __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(keys, _mm256_set1_epi32((int)lo)), keys);
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge));
+}
+/* the same, a half (4 lanes) at a time, each packed to its entries and
+ * compacted with a permutation from tk_lut */
+TGT static inline int TK(append)(uint64_t *a, TK(u) keys, int64_t j, unsigned m)
+{
+    __m256i nj = _mm256_xor_si256(_mm256_add_epi64(_mm256_set1_epi64x(j), _mm256_set_epi64x(3, 2, 1, 0)),
+                                  _mm256_set1_epi64x(0xFFFFFFFF));     /* ~index, low half */
+    int c = 0;
+    for (int h = 0; h < 2; h++) {
+        unsigned mh = (m >> 4 * h) & 15;
+        __m256i e = _mm256_or_si256(TK(widen)(keys, h), nj);
+        __m256i idx = _mm256_loadu_si256((const __m256i *)tk_lut[mh]);
+        _mm256_storeu_si256((__m256i *)(a + c), _mm256_permutevar8x32_epi32(e, idx));
+        c += __builtin_popcount(mh);
+        nj = _mm256_sub_epi64(nj, _mm256_set1_epi64x(4));
+    }
+    return c;
+}
+#endif
+
+/* ---- the network, for either ISA (nv vectors of TK_W entries, lane order) ---- */
+
+TGT TK_INLINE void TK(cx)(TK(v) *a, TK(v) *b)
+{
+    TK(v) hi = TK(vmax)(*a, *b), lo = TK(vmin)(*a, *b);
+    *a = hi;
+    *b = lo;
+}
+
+/* half-cleaners at distances d, d / 2, ..., 1 (the max to the lower position) */
+TGT TK_INLINE void TK(clean)(TK(v) *r, int nv, int d)
+{
+    TK_UNROLL
+    for (int ld = d ? __builtin_ctz((unsigned)d) : -1; ld >= 0; ld--) {
+        d = 1 << ld;
+        if (d < TK_W) {
+            TK_UNROLL
+            for (int t = 0; t < nv; t++) r[t] = TK(inreg)(r[t], d, d);
+        } else {
+            int h = d / TK_W;
+            TK_UNROLL
+            for (int b = 0; b < nv; b += 2 * h)
+                TK_UNROLL
+                for (int t = b; t < b + h; t++) TK(cx)(&r[t], &r[t + h]);
+        }
+    }
+}
+
+/* r[0..nv) sorted descending: each merge into runs of s first pairs every
+ * entry with its mirror in the run, then half-cleans */
+TGT TK_INLINE void TK(sort)(TK(v) *r, int nv)
+{
+    TK_UNROLL
+    for (int ls = 1; ls <= __builtin_ctz((unsigned)(nv * TK_W)); ls++) {
+        int s = 1 << ls;
+        if (s <= TK_W) {
+            TK_UNROLL
+            for (int t = 0; t < nv; t++) r[t] = TK(inreg)(r[t], s - 1, s / 2);
+        } else {
+            int h = s / TK_W;
+            TK_UNROLL
+            for (int b = 0; b < nv; b += h)
+                TK_UNROLL
+                for (int t = 0; t < h / 2; t++) {
+                    TK(v) lo = r[b + h - 1 - t], hi = r[b + t];
+                    lo = TK(perm)(lo, TK_W - 1);
+                    TK(cx)(&hi, &lo);
+                    r[b + t] = hi;
+                    r[b + h - 1 - t] = TK(perm)(lo, TK_W - 1);
+                }
+        }
+        TK(clean)(r, nv, s / 4);
+    }
+}
+
+/* one network per size, on nv vectors in memory */
+#define TK_SORT(nv)                                                           \
+    TGT static void TK(sort##nv)(TK(v) *io)                                   \
+    {                                                                         \
+        TK(v) r[nv];                                                          \
+        TK_UNROLL for (int t = 0; t < nv; t++) r[t] = io[t];                  \
+        TK(sort)(r, nv);                                                      \
+        TK_UNROLL for (int t = 0; t < nv; t++) io[t] = r[t];                  \
+    }
+TK_SORT(1)
+TK_SORT(2)
+TK_SORT(4)
+TK_SORT(8)
+#if TK_W == 4
+TK_SORT(16)
+#endif
+#undef TK_SORT
+
+/* buf[0..B) = the B best of buf[0..B) (sorted descending, padded) and
+ * a[0..c), in order; *fresh: buf holds nothing yet. B is a constant. */
+TGT TK_INLINE void TK(reduce)(uint64_t *buf, int B, bool *fresh, const uint64_t *a, int64_t c)
+{
+    enum { NV = 64 / TK_W };
+    TK(v) rb[NV], r[NV];
+    int nb = B / TK_W;
+    TK_UNROLL
+    for (int t = 0; t < nb; t++) rb[t] = TK(load)(buf + t * TK_W, *fresh ? 0 : TK_W);
+    for (int64_t o = 0; o < c; o += 64) {
+        int64_t m = c - o < 64 ? c - o : 64;
+        int nv = 1;
+        while (nv * TK_W < m) nv *= 2;
+        for (int t = 0; t < nv; t++) r[t] = TK(load)(a + o + t * TK_W, m - t * TK_W);
+        for (int t = nv; t < nb; t++) r[t] = TK(pad)();
+        switch (nv) {
+        case 1: TK(sort1)(r); break;
+        case 2: TK(sort2)(r); break;
+        case 4: TK(sort4)(r); break;
+        case 8: TK(sort8)(r); break;
+#if TK_W == 4
+        case 16: TK(sort16)(r); break;
+#endif
+        }
+        if (*fresh) {
+            TK_UNROLL
+            for (int t = 0; t < nb; t++) rb[t] = r[t];
+            *fresh = false;
+            continue;
+        }
+        TK_UNROLL
+        for (int t = 0; t < nb; t++)   /* buf against the block reversed: a bitonic top B */
+            rb[t] = TK(vmax)(rb[t], TK(perm)(r[nb - 1 - t], TK_W - 1));
+        TK(clean)(rb, nb, B / 2);
+    }
+    TK_UNROLL
+    for (int t = 0; t < nb; t++) TK(store)(buf + t * TK_W, rb[t]);
+}
+
+/* the row for one B (a constant: the power of two >= k, at least 8) */
+TGT TK_INLINE void TK(row_b)(const float *x, int64_t n, float *v, int64_t *ix, int64_t k,
+                             int64_t os, bool largest, int B)
+{
+    uint64_t buf[64], cand[TK_CAP];
+    enum { NA = TK_CAP / TK_LW };
+    TK(u) acc[NA];                                    /* [G / TK_LW] group maxima */
+    TK(u) flip = TK(usplat)(largest ? 0 : UINT32_MAX);
+    int G = 2 * B, na = G / TK_LW;
+    int64_t j = 0, c = 0;
+    bool fresh = true;
+#if TK_ISA == 512
+    __mmask16 valid;
+#else
+    unsigned valid;
+#endif
+    /* 1. the bar */
+    TK_UNROLL
+    for (int a = 0; a < na; a++) acc[a] = TK(usplat)(0);
+    for (; j + G <= n; j += G) {
+        TK_UNROLL
+        for (int a = 0; a < na; a++)
+            acc[a] = TK(umax)(acc[a], TK(keys)(x + j + a * TK_LW, TK_LW, flip, &valid));
+    }
+    TK_UNROLL
+    for (int a = 0; a < na; a++)
+        if (j + a * TK_LW < n)
+            acc[a] = TK(umax)(acc[a], TK(keys)(x + j + a * TK_LW, n - j - a * TK_LW, flip, &valid));
+    TK_UNROLL
+    for (int a = 0; a < na; a++) {
+        TK(store)(cand + 2 * a * TK_W, TK(widen)(acc[a], 0));
+        TK(store)(cand + (2 * a + 1) * TK_W, TK(widen)(acc[a], 1));
+    }
+    TK(reduce)(buf, B, &fresh, cand, G);
+    uint32_t lo = (uint32_t)(TK(plain)(buf[k - 1]) >> 32);      /* picks have keys >= lo */
+    /* 2. the picks */
+    int64_t held = 0, thr = (G > 64 ? G : 64) - TK_LW;          /* reduce past thr */
+    fresh = true;
+    for (j = 0; j < n; j += TK_LW) {
+        TK(u) keys = TK(keys)(x + j, n - j, flip, &valid);
+        unsigned m = TK(ge)(keys, lo) & valid;
+        if (!m) continue;   /* most vectors of a long row: a branch predicted well */
+        if (c > thr) {
+            TK(reduce)(buf, B, &fresh, cand, c);
+            held = held + c < B ? held + c : B;
+            c = 0;
+            if (held >= k) {   /* later entries lose ties: keys above buf[k - 1]'s */
+                uint32_t kb = (uint32_t)(TK(plain)(buf[k - 1]) >> 32);
+                if (kb == UINT32_MAX) break;
+                if (kb >= lo) lo = kb + 1;
+                m = TK(ge)(keys, lo) & valid;
+                if (!m) continue;
+            }
+        }
+        c += TK(append)(cand + c, keys, j, m);
+    }
+    TK(reduce)(buf, B, &fresh, cand, c);
+    for (int64_t i = 0; i < k; i++) {
+        int64_t id = (uint32_t)~(uint32_t)TK(plain)(buf[i]);
+        v[i * os] = x[id];
+        ix[i * os] = id;
+    }
+}
+
+TGT static void TK(row)(const float *x, int64_t n, float *v, int64_t *ix, int64_t k, int64_t os,
+                        bool largest)
+{
+    if (k <= 8) TK(row_b)(x, n, v, ix, k, os, largest, 8);
+    else if (k <= 16) TK(row_b)(x, n, v, ix, k, os, largest, 16);
+    else if (k <= 32) TK(row_b)(x, n, v, ix, k, os, largest, 32);
+    else TK(row_b)(x, n, v, ix, k, os, largest, 64);
+}
+
+#undef TK
+#undef TGT
+#undef TK_W
+#undef TK_LW
+#endif
