@@ -211,22 +211,23 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
-#if TG_KERNELS == 32
-            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX) {  /* the index fits 32 bits */
-#if TG_VEC
-                if (c->vec && in == 1) {
-                    tg__vec_topk_row_f32(x + xb, n, v + ob, IX + ob, k, in, a->largest);
-                    continue;
+#if TG_KERNELS == 32 && TG_VEC
+            if (c->vec && k <= 64 && n >= TOPK_VEC_MIN && n <= (int64_t)UINT32_MAX &&
+                (in == 1 || n <= TOPK_GATHER)) {
+                const float *row = x + xb;
+                float copy[TOPK_GATHER];                   /* a strided row, copied out */
+                if (in > 1) {
+                    for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
+                    row = copy;
                 }
-                if (c->vec && n <= TOPK_GATHER) {   /* a strided row, copied out first */
-                    float row[TOPK_GATHER];
-                    for (int64_t j = 0; j < n; j++) row[j] = x[xb + j * in];
-                    tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
-                    continue;
-                }
+                tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
+                continue;
+            }
 #endif
+#if TG_KERNELS == 32
+            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
                 topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
-            } else
+            else
 #endif
             if (k <= TOPK_SMALL)
                 TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
@@ -260,7 +261,10 @@ typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: tg__vec_o
 #ifndef TOPK_SMALL
 #define TOPK_SMALL 64
 #endif
-/* Strided float32 rows up to this n are copied to the stack for the vector kernel. */
+/* float32, k <= 64: the vector kernel (ops/vec_topk.c) takes rows of at least
+ * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
+ * TOPK_GATHER (copied to the stack first). */
+#define TOPK_VEC_MIN 8
 #define TOPK_GATHER 4096
 
 #define TG_KERNELS 32

@@ -1,45 +1,47 @@
 /*
  * vec_topk.c - float32 top-k of one contiguous row, k <= 64, on AVX-512 or
- * AVX2 (see vec.h). The portable reference is topk_row_packed_f32 in
- * ops/topk.c; this file picks the same entries in the same order, bit for bit.
+ * AVX2 (see vec.h). The portable kernel, topk_row_packed_f32 in ops/topk.c,
+ * is the reference: this one picks the same entries in the same order, bit
+ * for bit (tests/test_topk.c compares them on random, tied, NaN, signed-zero,
+ * ascending, descending and all-equal rows).
  *
- * As there, an entry is the rank key and the complemented index packed into
- * one uint64 (key high, ~index low): the rank order is the integer order and
- * every entry is distinct and above 0, the padding. A row is read twice:
+ * As there, a key is the rank of a value as a uint32 (rank_key_f32) and an
+ * entry packs key and complemented index into a uint64 (key high, ~index
+ * low): the rank order is the integer order, and every entry is distinct and
+ * above 0, the padding. A row is read twice:
  * 1. The bar. Element j joins group j % G, G = 2B (B: the power of two >= k,
- *    at least 8), one group per vector lane: the group maxima cost one
- *    unsigned max per vector. The k-th largest of the G maxima, T, is a bar
- *    that at least k keys reach (the maxima of k groups), so no pick has a
- *    key below it. For random data about k + k/4 of the row reach it (n = 256,
- *    k = 32: 41); an ascending or a descending row has exactly k.
- * 2. The picks. Entries above the bar are compressed into cand (AVX-512
- *    vpcompressq; AVX2 a permutation from a 16-row table); a full cand is
- *    reduced into buf, the B best so far, sorted descending, and the bar rises
- *    to buf[k - 1] (later entries lose every tie with it, so an all-equal row
- *    stops after one reduce).
- * A reduce sorts blocks of up to 64 entries in registers with a bitonic
- * network and merges each into buf with a bitonic merge; the T of step 1 is
- * the same reduce run on the maxima (as keys with a 0 index).
+ *    at least 8), a group per key lane, so the group maxima cost one unsigned
+ *    max per vector; a bitonic network on the 32-bit maxima gives the k-th
+ *    largest, lo. At least k keys reach lo (the maxima of k groups), so no
+ *    pick has a key below it. For random data about k + k/4 elements reach it
+ *    (n = 256, k = 32: 41 of 256); an ascending or a descending row has k.
+ * 2. The picks. Vectors with keys >= lo (a well-predicted branch skips the
+ *    rest: most vectors of a long row) have those lanes' entries appended to
+ *    cand: AVX-512 compresses keys and ~indices (vpcompressd) and interleaves
+ *    them; AVX2 widens each half to entries and compacts them with a
+ *    permutation from a 16-row table. Past max(G, 64) entries, cand is
+ *    reduced into buf, the B best so far, and lo rises above buf[k - 1]'s key
+ *    (a later element loses every tie with it): an all-equal row stops there.
+ * A reduce sorts blocks of at most B entries with a bitonic network held in
+ * registers and merges each into buf with a bitonic merge (the max of buf and
+ * the block reversed, then half-cleaners). Every network is unrolled to
+ * straight-line min / max / permute code.
  *
  * AVX2 has no unsigned 64-bit compare: its entries are kept with the top bit
- * flipped (signed order = unsigned order), padding INT64_MIN.
+ * flipped (then the signed order is the unsigned one), padding INT64_MIN.
  *
- * The file is compiled once and includes itself once per instruction set
- * (TK_ISA 512, 256) for the kernels.
+ * Measured: see ops/topk.c. The file includes itself once per instruction
+ * set (TK_ISA 512, 256) for the kernels.
  */
 #ifndef TK_ISA /* ------------------------------------------------ the file proper */
-
-#include <stdatomic.h>
-#include <string.h>
 
 #include "vec.h"
 
 #if TG_VEC
 #include <immintrin.h>
 
-#define TK_CAP 128   /* entries held in cand before a reduce (and G <= this) */
-/* the networks are unrolled completely: every loop bound and lane pattern is
- * a constant once sort / clean are inlined into a case of reduce's switch */
+#define TK_CAP 128   /* room in cand (and the most groups, G for k = 64) */
+/* loops over vectors, with constant bounds once inlined, fully unrolled */
 #define TK_UNROLL _Pragma("GCC unroll 16")
 #define TK_INLINE static inline __attribute__((always_inline))
 
@@ -68,6 +70,8 @@ void tg__vec_topk_row_f32(const float *x, int64_t n, float *v, int64_t *ix, int6
     else tk256_row(x, n, v, ix, k, os, largest);
 }
 
+#else
+typedef int tg__vec_topk_none;   /* (ISO C wants something in a translation unit) */
 #endif /* TG_VEC */
 
 #else /* ---------------------------------------------------- the kernels, per ISA */
@@ -430,11 +434,15 @@ TGT TK_INLINE void TK(row_b)(const float *x, int64_t n, float *v, int64_t *ix, i
     TK_UNROLL
     for (int a = 0; a < na; a++) TK(store)(gm + a * TK_LW, mx[a]);
     uint32_t lo = gm[k - 1];                        /* every pick has a key >= lo */
-    /* 2. the picks */
+    /* 2. the picks. When most vectors have none (a long row: about 1.25 k
+     * of n pass) a branch skips those; otherwise the branch would be a coin
+     * toss, mispredicted more often than append costs, so every vector goes
+     * through append. */
+    bool sparse = n >= 16 * k * TK_LW;
     for (j = 0; j < n; j += TK_LW) {
         TK(v) keys = TK(keys)(x + j, n - j, flip, &valid);
         unsigned m = TK(ge)(keys, lo) & valid;
-        if (!m) continue;   /* most vectors of a long row: a branch predicted well */
+        if (sparse && !m) continue;
         if (c > thr) {
             TK(reduce)(buf, B, &fresh, cand, c);
             held = held + c < B ? held + c : B;
