@@ -3,6 +3,11 @@
  *
  * Each row (n elements along dim, stride `inner`) is a partial selection,
  * never a full sort:
+ * - float32, k <= 64, n >= 8, when tg__vec_on(): ops/vec_topk.c on AVX-512
+ *   or AVX2 (strided rows of up to 4096 copied out first). A bar from group
+ *   maxima lets about k + k/4 of a random row through, and bitonic networks
+ *   sort those: the same picks in the same order, bit for bit, as the
+ *   portable kernel below, which stays the reference (TG_NO_SIMD=1).
  * - k <= TOPK_SMALL (64; attention uses k = 32 of n = 256): a sorted buffer
  *   of the k best so far on the stack; most elements fail one integer
  *   comparison with the buffer's last, the rest are inserted from the back
@@ -10,10 +15,14 @@
  *   is sorted and merged in when full (key and index packed in one uint64).
  * - larger k: a binary heap of k entries kept in the output row (root = the
  *   worst kept), O(n log k), then a heap sort when `sorted`.
- * Measured (one thread, float32, ns per row; full qsort per row for scale):
- *   n=256  k=32: buffer 2600, heap 5200, qsort 23000
- *   n=256  k=64: buffer 4900, heap 9100;   ascending rows: 10800 vs 5800
- *   n=4096 k=32: buffer 11000, heap 15900, qsort 500000
+ * Measured (make bench-topk: one thread, float32, largest, sorted, 16384
+ * rows (1024 of 4096), ns per row; portable / AVX2 / AVX-512):
+ *   n=256  k=32: 2310 / 372 / 249   (heap 5200, full qsort 23000)
+ *   n=256  k=8:  1020 / 201 / 138;   k=64: 3650 / 738 / 381
+ *   n=4096 k=32: 10700 / 2670 / 1540 (heap 15900, qsort 500000)
+ *   n=64   k=32: 970 / 227 / 187;    n=256 k=32 at stride 64: 2450 / 556 / 452
+ *   n=256  k=32 ascending rows: 2070 / 330 / 235; all equal: 456 / 412 / 288
+ * (2 threads, the attention's 16384 rows: 21 ms portable, 2.5 ms AVX-512.)
  *
  * The rank order is strict and total: value first (NaN above every number;
  * reversed for smallest), then the lower index. So the chosen set and its

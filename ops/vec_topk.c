@@ -278,7 +278,7 @@ TGT TK_INLINE void TK(cx)(TK(v) *a, TK(v) *b, int L)
 }
 
 /* The stages are spelled out (no loop over them) so that, with nv and L
- * constants, every network unrolls to straight-line code. */
+ * constants, every network unrolls to straight-line code (GCC and clang). */
 
 /* one half-cleaner at distance d: the max to the lower position */
 TGT TK_INLINE void TK(half)(TK(v) *r, int nv, int d, int L)
@@ -295,12 +295,15 @@ TGT TK_INLINE void TK(half)(TK(v) *r, int nv, int d, int L)
     }
 }
 
-/* half-cleaners at distances d, d / 2, ..., 1 (d a power of two, or 0) */
+/* half-cleaners at distances d, d / 2, ..., 1 (d a power of two up to 32, or 0) */
 TGT TK_INLINE void TK(clean)(TK(v) *r, int nv, int d, int L)
 {
-    TK_UNROLL
-    for (int e = 64; e >= 1; e /= 2)
-        if (e <= d) TK(half)(r, nv, e, L);
+    if (d >= 32) TK(half)(r, nv, 32, L);
+    if (d >= 16) TK(half)(r, nv, 16, L);
+    if (d >= 8) TK(half)(r, nv, 8, L);
+    if (d >= 4) TK(half)(r, nv, 4, L);
+    if (d >= 2) TK(half)(r, nv, 2, L);
+    if (d >= 1) TK(half)(r, nv, 1, L);
 }
 
 /* every element of each run of s paired with its mirror in the run */
@@ -323,16 +326,18 @@ TGT TK_INLINE void TK(flip)(TK(v) *r, int nv, int s, int L)
     }
 }
 
-/* r[0..nv) sorted descending: sorted runs of s / 2 merged into runs of s */
+/* r[0..nv) sorted descending (nv * TK_N(L) up to 128): sorted runs of s / 2
+ * merged into runs of s, s = 2, 4, ... */
+#define TK_MERGE(s)                                                           \
+    if ((s) <= nv * TK_N(L)) {                                                \
+        TK(flip)(r, nv, s, L);                                                \
+        TK(clean)(r, nv, (s) / 4, L);                                         \
+    }
 TGT TK_INLINE void TK(sort)(TK(v) *r, int nv, int L)
 {
-    TK_UNROLL
-    for (int s = 2; s <= 128; s *= 2)
-        if (s <= nv * TK_N(L)) {
-            TK(flip)(r, nv, s, L);
-            TK(clean)(r, nv, s / 4, L);
-        }
+    TK_MERGE(2) TK_MERGE(4) TK_MERGE(8) TK_MERGE(16) TK_MERGE(32) TK_MERGE(64) TK_MERGE(128)
 }
+#undef TK_MERGE
 
 /* one network per size and lane width, on nv vectors in memory */
 #define TK_SORT(nv, L)                                                        \

@@ -109,8 +109,7 @@ int main(int argc, char **argv)
     };
     static const char *path_name[3] = {"portable", "avx2", "avx512"};
     bool have[3];
-    int np = 0;
-    for (int p = 0; p < 3; p++) np += have[p] = set_path(p);
+    for (int p = 0; p < 3; p++) have[p] = set_path(p);
     tg__vec_set(-1);
 #ifndef TOPK_BENCH_OLD
     tg__vec_set_avx512(-1);
