@@ -114,9 +114,10 @@ void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const f
 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
                           double *acc_g, double *acc_b, int64_t n);
 
-/* top-k of one row of n floats, 1 <= k <= min(n, 64), n < 2^32: (v, ix)[j * os]
- * for j < k = the k first of x in topk's rank order (ops/topk.c), bit for bit
- * as the portable kernel (AVX-512 when tg__vec_avx512_on(), else AVX2) */
+/* top-k of one row of n floats, 1 <= k <= min(n, 64), n <= UINT32_MAX:
+ * (v, ix)[j * os] for j < k = the k first of x in topk's rank order
+ * (ops/topk.c), bit for bit as the portable kernel (AVX-512 when
+ * tg__vec_avx512_on(), else AVX2) */
 void tg__vec_topk_row_f32(const float *x, int64_t n, float *v, int64_t *ix, int64_t k,
                           int64_t os, bool largest);
 

@@ -193,8 +193,9 @@ TGT static inline TK(v) TK(vmin)(TK(v) a, TK(v) b, int L)
 TGT static inline TK(v) TK(perm)(TK(v) v, int pat, int L)
 {
     if (L == 32)
-        return _mm256_permutevar8x32_epi32(v, _mm256_set_epi32(7 ^ pat, 6 ^ pat, 5 ^ pat, 4 ^ pat,
-                                                                3 ^ pat, 2 ^ pat, 1 ^ pat, 0 ^ pat));
+        return _mm256_permutevar8x32_epi32(v, _mm256_set_epi32(7 ^ pat, 6 ^ pat, 5 ^ pat,
+                                                                4 ^ pat, 3 ^ pat, 2 ^ pat,
+                                                                1 ^ pat, 0 ^ pat));
     switch (pat) {
     case 1: return _mm256_shuffle_epi32(v, 0x4E);
     case 2: return _mm256_permute4x64_epi64(v, 0x4E);
