@@ -17,12 +17,14 @@
  *   worst kept), O(n log k), then a heap sort when `sorted`.
  * Measured (make bench-topk: one thread, float32, largest, sorted, 16384
  * rows (1024 of 4096), ns per row; portable / AVX2 / AVX-512):
- *   n=256  k=32: 2310 / 372 / 249   (heap 5200, full qsort 23000)
- *   n=256  k=8:  1020 / 201 / 138;   k=64: 3650 / 738 / 381
- *   n=4096 k=32: 10700 / 2670 / 1540 (heap 15900, qsort 500000)
- *   n=64   k=32: 970 / 227 / 187;    n=256 k=32 at stride 64: 2450 / 556 / 452
- *   n=256  k=32 ascending rows: 2070 / 330 / 235; all equal: 456 / 412 / 288
- * (2 threads, the attention's 16384 rows: 21 ms portable, 2.5 ms AVX-512.)
+ *   n=256  k=32: 2380 / 333 / 226   (heap 5200, full qsort 23000)
+ *   n=256  k=8:  1050 / 200 / 141;   k=64: 3740 / 522 / 341
+ *   n=4096 k=32: 10900 / 2490 / 1420 (heap 15900, qsort 500000)
+ *   n=64   k=32: 1010 / 185 / 160;   n=600 k=17: 2530 / 533 / 298
+ *   n=256  k=32 at stride 64: 2430 / 492 / 385
+ *   n=256  k=32 ascending rows: 2110 / 299 / 206; all equal: 464 / 360 / 252
+ * (2 threads, the attention's 16384 rows: 19.8 ms portable, 2.8 AVX2, 1.9
+ * AVX-512.)
  *
  * The rank order is strict and total: value first (NaN above every number;
  * reversed for smallest), then the lower index. So the chosen set and its
