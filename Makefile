@@ -10,6 +10,7 @@
 #                   for a subset, BENCH_MIN_TIME=seconds; see tests/bench/bench_table.sh)
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #   make bench-rows softmax / layer_norm / GELU, portable path against AVX2 (ROWS_ARGS="-t 1")
+#   make bench-topk float32 topk rows, ns per row: portable, AVX2, AVX-512 (TOPK_ARGS="-t 2")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -50,7 +51,7 @@ LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 
-.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows
+.PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk
 all: $(LIB_A) $(LIB_SO) $(TOOL) headers
 
 $(BUILD)/%.o: %.c
@@ -158,6 +159,14 @@ $(BUILD)/rows-bench: tests/bench/rows_bench.c $(BUILD)/tools/bench_time.o $(LIB_
 
 bench-rows: $(BUILD)/rows-bench
 	$(BUILD)/rows-bench $(ROWS_ARGS)
+
+# ---- float32 topk rows: ns per row on each path (TOPK_ARGS: see tests/bench/topk_bench.c) ----
+
+$(BUILD)/topk-bench: tests/bench/topk_bench.c $(BUILD)/tools/bench_time.o $(LIB_A)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $< $(BUILD)/tools/bench_time.o $(LIB_A) $(LDLIBS)
+
+bench-topk: $(BUILD)/topk-bench
+	$(BUILD)/topk-bench $(TOPK_ARGS)
 
 # ---- sanitizers ----
 # LeakSanitizer reports when a test worker exits, after Criterion has counted

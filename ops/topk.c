@@ -3,6 +3,11 @@
  *
  * Each row (n elements along dim, stride `inner`) is a partial selection,
  * never a full sort:
+ * - float32, k <= 64, n >= 8, when tg__vec_on(): ops/vec_topk.c on AVX-512
+ *   or AVX2 (strided rows of up to 4096 copied out first). A bar from group
+ *   maxima lets about k + k/4 of a random row through, and bitonic networks
+ *   sort those: the same picks in the same order, bit for bit, as the
+ *   portable kernel below, which stays the reference (TG_NO_SIMD=1).
  * - k <= TOPK_SMALL (64; attention uses k = 32 of n = 256): a sorted buffer
  *   of the k best so far on the stack; most elements fail one integer
  *   comparison with the buffer's last, the rest are inserted from the back
@@ -10,10 +15,16 @@
  *   is sorted and merged in when full (key and index packed in one uint64).
  * - larger k: a binary heap of k entries kept in the output row (root = the
  *   worst kept), O(n log k), then a heap sort when `sorted`.
- * Measured (one thread, float32, ns per row; full qsort per row for scale):
- *   n=256  k=32: buffer 2600, heap 5200, qsort 23000
- *   n=256  k=64: buffer 4900, heap 9100;   ascending rows: 10800 vs 5800
- *   n=4096 k=32: buffer 11000, heap 15900, qsort 500000
+ * Measured (make bench-topk: one thread, float32, largest, sorted, 16384
+ * rows (1024 of 4096), ns per row; portable / AVX2 / AVX-512):
+ *   n=256  k=32: 2380 / 333 / 226   (heap 5200, full qsort 23000)
+ *   n=256  k=8:  1050 / 200 / 141;   k=64: 3740 / 522 / 341
+ *   n=4096 k=32: 10900 / 2490 / 1420 (heap 15900, qsort 500000)
+ *   n=64   k=32: 1010 / 185 / 160;   n=600 k=17: 2530 / 533 / 298
+ *   n=256  k=32 at stride 64: 2430 / 492 / 385
+ *   n=256  k=32 ascending rows: 2110 / 299 / 206; all equal: 464 / 360 / 252
+ * (2 threads, the attention's 16384 rows: 19.8 ms portable, 2.8 AVX2, 1.9
+ * AVX-512.)
  *
  * The rank order is strict and total: value first (NaN above every number;
  * reversed for smallest), then the lower index. So the chosen set and its
@@ -211,6 +222,19 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
+#if TG_KERNELS == 32 && TG_VEC
+            if (c->vec && k <= 64 && n >= TOPK_VEC_MIN && n <= (int64_t)UINT32_MAX &&
+                (in == 1 || n <= TOPK_GATHER)) {
+                const float *row = x + xb;
+                float copy[TOPK_GATHER];                   /* a strided row, copied out */
+                if (in > 1) {
+                    for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
+                    row = copy;
+                }
+                tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
+                continue;
+            }
+#endif
 #if TG_KERNELS == 32
             if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
                 topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
@@ -234,6 +258,7 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 
 #include "ops_internal.h"
 #include "topk.h"
+#include "vec.h"
 
 typedef struct {
     int     dim;                 /* wrapped */
@@ -241,12 +266,17 @@ typedef struct {
     bool    largest, sorted;
 } topk_attr;
 
-typedef struct { tg_node *n; bool backward; } topk_ctx;
+typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: tg__vec_on() */
 
 /* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
 #ifndef TOPK_SMALL
 #define TOPK_SMALL 64
 #endif
+/* float32, k <= 64: the vector kernel (ops/vec_topk.c) takes rows of at least
+ * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
+ * TOPK_GATHER (copied to the stack first). */
+#define TOPK_VEC_MIN 8
+#define TOPK_GATHER 4096
 
 #define TG_KERNELS 32
 #include "topk.c"
@@ -258,7 +288,7 @@ typedef struct { tg_node *n; bool backward; } topk_ctx;
 static void run(tg_node *n, bool backward)
 {
     const topk_attr *a = n->attr;
-    topk_ctx c = {n, backward};
+    topk_ctx c = {n, backward, n->value.dtype == TG_F32 && tg__vec_on()};
     if (a->k == 0) return;
     tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
                     TG_DISPATCH(n->value.dtype, topk_rows), &c);

@@ -43,7 +43,8 @@ bool tg__vec_supported(void)
 {
 #if TG_VEC
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("popcnt");
 #else
     return false;
 #endif
@@ -70,6 +71,42 @@ bool tg__vec_set(int mode)
 {
     if (mode == 1 && !tg__vec_supported()) return false;
     atomic_store(&vec_mode, mode == 0 ? 0 : mode == 1 ? 1 : vec_auto());
+    return true;
+}
+
+static atomic_int avx512_mode = -1;   /* -1: not decided yet; 0: off; 1: on */
+
+static bool avx512_supported(void)
+{
+#if TG_VEC
+    return tg__vec_supported() && __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+static int avx512_auto(void)
+{
+    const char *env = getenv("TG_NO_AVX512");
+    if (env && *env && strcmp(env, "0") != 0) return 0;
+    return avx512_supported();
+}
+
+bool tg__vec_avx512_on(void)
+{
+    if (!tg__vec_on()) return false;
+    int m = atomic_load_explicit(&avx512_mode, memory_order_relaxed);
+    if (m < 0) {
+        m = avx512_auto();
+        atomic_store(&avx512_mode, m);
+    }
+    return m == 1;
+}
+
+bool tg__vec_set_avx512(int mode)
+{
+    if (mode == 1 && !avx512_supported()) return false;
+    atomic_store(&avx512_mode, mode == 0 ? 0 : mode == 1 ? 1 : avx512_auto());
     return true;
 }
 

@@ -18,7 +18,7 @@
  * all -inf softmax row (every entry masked) is a NaN row, as in PyTorch.
  *
  * Not here: F64 (stays portable), strided rows (softmax over a non-last dim
- * keeps the portable path), AVX-512.
+ * keeps the portable path), AVX-512 (but for topk, ops/vec_topk.c).
  */
 #ifndef TG_VEC_H
 #define TG_VEC_H
@@ -47,6 +47,13 @@ bool tg__vec_on(void);
 bool tg__vec_set(int mode);
 /* The CPU has what the vector path needs (whatever the switch says). */
 bool tg__vec_supported(void);
+
+/* AVX-512 (F) on top, for the kernels that have such a version (topk): on
+ * when tg__vec_on(), the CPU has it, and neither TG_NO_AVX512 (non-empty,
+ * not "0") nor tg__vec_set_avx512(0) turned it off. Modes as tg__vec_set
+ * (1 is refused when the CPU lacks it); the AVX2 kernels run in its place. */
+bool tg__vec_avx512_on(void);
+bool tg__vec_set_avx512(int mode);
 
 #if TG_VEC
 /* The vector maths, elementwise over n floats (y may alias x). Callable only
@@ -106,6 +113,13 @@ void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const f
 /* acc_g[j] += dy[j] * (x[j] - mean) * rstd,  acc_b[j] += dy[j]  (double) for j in [0, n) */
 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
                           double *acc_g, double *acc_b, int64_t n);
+
+/* top-k of one row of n floats, 1 <= k <= min(n, 64), n <= UINT32_MAX:
+ * (v, ix)[j * os] for j < k = the k first of x in topk's rank order
+ * (ops/topk.c), bit for bit as the portable kernel (AVX-512 when
+ * tg__vec_avx512_on(), else AVX2) */
+void tg__vec_topk_row_f32(const float *x, int64_t n, float *v, int64_t *ix, int64_t k,
+                          int64_t os, bool largest);
 
 /* GELU over n elements, exact (erf) or tanh form: y = gelu(x); dx += dy * gelu'(x)
  * (fresh: dx = 0 + dy * gelu'(x), dx not read) */

@@ -8,10 +8,12 @@
 #include "testutil.h"
 
 #include <criterion/parameterized.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "select_case.h"
+#include "vec.h"
 
 #define TOPK(fn, k, dim, largest)                                               \
     static tg_node *fn(tg_graph *g, tg_node **in, tg_node **ix)                 \
@@ -267,6 +269,137 @@ Test(topk, both_paths_strided_dim)
         tg_graph_free(g);
       }
     }
+}
+
+/* ---- the float32 row kernels (k <= 64) against the rule, randomized ---- */
+
+static uint64_t rnd_state;
+static uint64_t rnd(void)                       /* splitmix64 */
+{
+    uint64_t z = (rnd_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float rnd_unit(void) { return (float)((double)(rnd() >> 11) / (double)(1ull << 53)); }
+
+static float rnd_special(void)
+{
+    static const float s[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1.0f, -1.0f,
+                              FLT_MIN, -FLT_MIN, 1e-45f, FLT_MAX, -FLT_MAX};
+    return s[rnd() % (sizeof s / sizeof *s)];
+}
+
+/* Row j of one of the patterns the kernels treat differently: random, few
+ * levels (ties), specials (NaN, +-0, +-inf, subnormal), ascending,
+ * descending, all equal, sawtooth, arbitrary bit patterns (NaN payloads). */
+static void fill_row(float *x, int n, int pattern)
+{
+    float c = rnd() % 4 == 0 ? rnd_special() : rnd_unit() * 4 - 2;
+    int period = 1 + (int)(rnd() % 70), levels = 1 + (int)(rnd() % 5);
+    for (int j = 0; j < n; j++) {
+        switch (pattern) {
+        case 0: x[j] = rnd_unit() * 2 - 1; break;
+        case 1: x[j] = (float)(rnd() % (uint64_t)levels) - 1; break;
+        case 2: x[j] = rnd() % 3 ? rnd_special() : (float)(rnd() % 3); break;
+        case 3: x[j] = (float)j * 0.5f - 7; break;
+        case 4: x[j] = 100 - (float)j; break;
+        case 5: x[j] = c; break;
+        case 6: x[j] = (float)(j % period); break;
+        case 7: {
+            uint32_t b = (uint32_t)rnd();
+            memcpy(&x[j], &b, sizeof b);
+            break;
+        }
+        default: x[j] = rnd() % 10 == 0 ? NAN : rnd_unit() - 0.5f; break;
+        }
+    }
+}
+
+/* One graph: x [R, n, inner] (rows along dim 1, each with its own pattern),
+ * topk k; every row's picks against qsort by the rule. */
+static void check_rows(int R, int n, int inner, int k, bool largest, const char *path)
+{
+    int64_t shape[3] = {R, n, inner};
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 3, shape), *ixn;
+    float *X = tg_node_value(x)->data;
+    static float row[700];
+    static double rowd[700];
+    static int64_t order[700];
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < inner; i++) {
+            fill_row(row, n, (int)(rnd() % 9));
+            for (int j = 0; j < n; j++) X[((int64_t)r * n + j) * inner + i] = row[j];
+        }
+    tg_node *y = tg_topk(g, x, k, 1, largest, rnd() % 2, &ixn);
+    cr_assert(y && tg_graph_forward(g) == TG_OK, "%s", tg_graph_error(g));
+    const float *V = tg_node_value(y)->data;
+    const int64_t *I = tg_node_value(ixn)->data;
+    ref_largest = largest;
+    ref_x = rowd;
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < inner; i++) {
+            for (int j = 0; j < n; j++) {
+                rowd[j] = X[((int64_t)r * n + j) * inner + i];
+                order[j] = j;
+            }
+            qsort(order, (size_t)n, sizeof *order, ref_cmp);
+            for (int j = 0; j < k; j++) {
+                int64_t o = ((int64_t)r * k + j) * inner + i, want = order[j];
+                cr_assert_eq(I[o], want, "%s: n=%d k=%d inner=%d largest=%d row %d.%d: pick %d is "
+                             "index %ld, want %ld", path, n, k, inner, largest, r, i, j,
+                             (long)I[o], (long)want);
+                float w = X[((int64_t)r * n + want) * inner + i];
+                cr_assert(memcmp(&V[o], &w, sizeof w) == 0, "%s: value bits", path);
+            }
+        }
+    tg_graph_free(g);
+}
+
+/* Every float32 row path (portable; AVX2 and AVX-512 where the CPU has them)
+ * on random shapes: n 1..600 (not only multiples of 8), k 1..64 including
+ * k == n and k tiny against n, inner 1 and 3, both directions. */
+static void random_rows(const char *path)
+{
+    static const int ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129,
+                             255, 256, 257, 300, 511, 512, 600};
+    rnd_state = 12345;
+    for (int t = 0; t < 400; t++) {
+        bool few = t >= 25 && t % 7 == 0;                 /* a long row for k: few pass */
+        int n = t < 25 ? ns[t] : few ? 400 + (int)(rnd() % 200) : 1 + (int)(rnd() % 600);
+        int kmax = n < 64 ? n : 64;
+        int k = few ? 1 + (int)(rnd() % 3)
+              : t % 5 == 0 ? kmax : 1 + (int)(rnd() % (uint64_t)kmax);
+        int inner = t % 4 == 3 ? 3 : 1;
+        check_rows(1 + (int)(rnd() % 4), n, inner, k, t % 2 == 0, path);
+    }
+}
+
+Test(topk_rows, random_portable)
+{
+    cr_assert(tg__vec_set(0));
+    random_rows("portable");
+    tg__vec_set(-1);
+}
+
+/* (on a CPU without the instructions: the best path it has, once more) */
+Test(topk_rows, random_avx2)
+{
+    cr_assert(tg__vec_set(1) || !tg__vec_supported());
+    cr_assert(tg__vec_set_avx512(0));
+    random_rows("avx2");
+    tg__vec_set_avx512(-1);
+    tg__vec_set(-1);
+}
+
+Test(topk_rows, random_avx512)
+{
+    tg__vec_set(1);
+    tg__vec_set_avx512(1);
+    random_rows(tg__vec_avx512_on() ? "avx512" : "fallback");
+    tg__vec_set_avx512(-1);
+    tg__vec_set(-1);
 }
 
 Test(topk, k0_on_0d_returns_the_scalar)

@@ -247,6 +247,29 @@ Test(vec, env_switch)
     tg__vec_set(-1);
 }
 
+/* The AVX-512 switch (topk's kernels): on only with the vector path and the
+ * CPU's AVX-512; TG_NO_AVX512 and tg__vec_set_avx512(0) turn it off. */
+Test(vec, avx512_switch)
+{
+    bool sup = tg__vec_set_avx512(1);                      /* refused if the CPU lacks it */
+    cr_assert(!sup || tg__vec_supported());
+    tg__vec_set(1);
+    cr_assert_eq(tg__vec_avx512_on(), sup);
+    cr_assert(tg__vec_set(0) && !tg__vec_avx512_on());     /* needs the vector path */
+    tg__vec_set(1);
+    cr_assert(tg__vec_set_avx512(0) && !tg__vec_avx512_on());
+    setenv("TG_NO_AVX512", "1", 1);
+    tg__vec_set_avx512(-1);
+    cr_assert(!tg__vec_avx512_on());
+    setenv("TG_NO_AVX512", "0", 1);
+    tg__vec_set_avx512(-1);
+    cr_assert_eq(tg__vec_avx512_on(), sup);
+    unsetenv("TG_NO_AVX512");
+    tg__vec_set_avx512(-1);
+    cr_assert_eq(tg__vec_avx512_on(), sup);
+    tg__vec_set(-1);
+}
+
 /* ---- the vector maths against libm ---- */
 
 /* distance in ulps between two floats of the same sign class (ordered ints) */
