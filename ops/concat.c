@@ -43,6 +43,15 @@ static void TG_F(take_backward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *dy = c->n->grad.data;       /* [outer, len, inner] */
     TG_T *dx = c->n->in[0]->grad.data;      /* [outer, size, inner] */
     (void)tid;
+    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
+        const int64_t run = c->len * c->inner;
+        for (int64_t o = begin; o < end; o++) {
+            TG_T *d = dx + (o * c->size + c->start) * c->inner;
+            const TG_T *g = dy + o * run;
+            for (int64_t k = 0; k < run; k++) d[k] += g[k];
+        }
+        return;
+    }
     for (int64_t o = begin; o < end; o++)
         for (int64_t i = 0; i < c->len; i++) {
             TG_T *d = dx + (o * c->size + take_src(c, i)) * c->inner;
@@ -209,6 +218,30 @@ static void take_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
     const char *x = c->n->in[0]->value.data;
     char *y = c->n->value.data;
     (void)tid;
+    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
+        const size_t run = (size_t)c->len * blk;
+        for (int64_t o = begin; o < end; o++)
+            memcpy(y + (size_t)o * run, x + (size_t)(o * c->size + c->start) * blk, run);
+        return;
+    }
+    /* single elements (inner = 1): plain loads and stores, not a memcpy each */
+#define TAKE_ELEMENTS(U)                                                                   \
+    do {                                                                                   \
+        const U *xs = (const void *)x;                                                     \
+        U *ys = (void *)y;                                                                 \
+        for (int64_t o = begin; o < end; o++)                                              \
+            for (int64_t i = 0; i < c->len; i++)                                           \
+                ys[o * c->len + i] = xs[o * c->size + take_src(c, i)];                     \
+    } while (0)
+    if (blk == sizeof(uint32_t)) {
+        TAKE_ELEMENTS(uint32_t);
+        return;
+    }
+    if (blk == sizeof(uint64_t)) {
+        TAKE_ELEMENTS(uint64_t);
+        return;
+    }
+#undef TAKE_ELEMENTS
     for (int64_t o = begin; o < end; o++)
         for (int64_t i = 0; i < c->len; i++)
             memcpy(y + (size_t)(o * c->len + i) * blk,
