@@ -142,11 +142,11 @@ static tg_node *self_attention(tg_graph *g, const tg_axial_self_attention *f, tg
     const int64_t heads[4] = {n, t, h, e};
     q = tg_reshape(g, q, 4, heads);                                          /* [n, t, h, e] */
     tg_node *k = tg_reshape(g, kv[0], 4, heads), *v = tg_reshape(g, kv[1], 4, heads);
-    /* a = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * (e ** -0.5), dim=-1) */
-    tg_node *dots = tg_einsum(g, "nthe,nshe->nhts", 2, (tg_node *[]){q, k});   /* [n, h, t, t] */
-    tg_node *a = tg_softmax_scaled(g, dots, -1, pow((double)e, -0.5));       /* [n, h, t, t] */
-    /* o = torch.matmul(a, v).transpose(1, 2).reshape(n, t, h * e) */
-    tg_node *o = tg_einsum(g, "nhts,nshe->nthe", 2, (tg_node *[]){a, v});      /* [n, t, h, e] */
+    /* a = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * (e ** -0.5), dim=-1)
+     * o = torch.matmul(a, v).transpose(1, 2).reshape(n, t, h * e)
+     * as one fused node (ops/sdpa.h): the [n, h, t, t] weights are never stored,
+     * and o comes out as [n, t, h, e], so the transpose back is a reshape. */
+    tg_node *o = tg_sdpa(g, q, k, v, false, pow((double)e, -0.5), 0.0);     /* [n, t, h, e] */
     o = tg_reshape(g, o, 3, (int64_t[]){n, t, hidden});
     /* return self.to_out(o) */
     tg_node *out = tg_linear_mod_build(g, &f->to_out, o);                    /* [n, t, dim] */
