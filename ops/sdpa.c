@@ -17,7 +17,8 @@
  * first i1 columns, and entries s > l are exact zeros of P.
  *
  * Scratch: two rb x S blocks per slot (three with dropout: the backward
- * draws each row's keep factors once, for Pd and for dS). The forward's items are (b, h, row
+ * draws each row's keep factors once, for Pd and for dS), and for small heads
+ * a max(E, D) x S block where K or V is transposed for a shallow product. The forward's items are (b, h, row
  * block), the backward's (b, h) (dK and dV of a head are summed over all its
  * rows); each is run by one of `slots` workers taking every slots-th item,
  * and a slot owns its scratch, so no two threads share a block.
@@ -51,12 +52,20 @@ static void TG_F(sdpa_drop_row)(const sdpa_ctx *c, TG_T *p, int64_t row, int64_t
 
 /* C = alpha op(A) op(B) + beta C. Short heads (c->small: F32 with the vector
  * kernels) skip the packing GEMM: A B^T (Q K^T, dy V^T: depth contiguous in
- * both) as dot products, the others (A or A^T times B) as FMA rows. */
+ * both) as dot products, or, with a shallow depth (at most SDPA_SHALLOW) and
+ * at least 8 columns, B transposed into bt first (the slot's [K, N] block)
+ * and FMA rows, as the others (A or A^T times B). */
 static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                           TG_T alpha, const TG_T *A, int64_t lda, const TG_T *B, int64_t ldb,
-                          TG_T beta, TG_T *C, int64_t ldc)
+                          TG_T beta, TG_T *C, int64_t ldc, TG_T *bt)
 {
 #if TG_KERNELS == 32 && TG_VEC
+    if (c->small && tb && !ta && K <= SDPA_SHALLOW && N % 8 == 0 && N > 0) {
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t q = 0; q < K; q++) bt[q * N + j] = B[j * ldb + q];
+        tg__vec_gemm_small(M, N, K, alpha, A, lda, 1, bt, N, beta, C, ldc);
+        return;
+    }
     if (c->small && tb && !ta) {
         tg__vec_gemm_nt_small(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -68,6 +77,7 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
 #else
     (void)c;
 #endif
+    (void)bt;
     TG_F(tg_gemm)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -76,14 +86,14 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
  * backward both make P here, with the same arithmetic, so they agree bit for
  * bit: the AVX2 row kernel for F32, else the loops below (as ops/softmax.c). */
 static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t rows,
-                             int64_t ncols, TG_T *p, double *st, bool make_stats)
+                             int64_t ncols, TG_T *p, double *st, bool make_stats, TG_T *bt)
 {
     const tg_node *n = c->n;
     const int64_t b = bh / c->H, h = bh % c->H, E = c->E, HE = c->H * E;
     const TG_T *q = HEAD((const TG_T *)n->in[0]->value.data, c->L, E) + i0 * HE;
     const TG_T *k = HEAD((const TG_T *)n->in[1]->value.data, c->S, E);
     const TG_T scale = (TG_T)c->scale;
-    TG_F(sdpa_mm)(c, false, true, rows, ncols, E, 1, q, HE, k, HE, 0, p, ncols);
+    TG_F(sdpa_mm)(c, false, true, rows, ncols, E, 1, q, HE, k, HE, 0, p, ncols, bt);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols;   /* valid columns */
         TG_T *row = p + r * ncols;
@@ -123,23 +133,23 @@ static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t 
     }
 }
 
-static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p)
+static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p, TG_T *bt)
 {
     const tg_node *n = c->n;
     const int64_t bh = item / c->nblk, i0 = (item % c->nblk) * c->rb;
     const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
     const int64_t ncols = c->causal ? i0 + rows : c->S;
     const int64_t b = bh / c->H, h = bh % c->H, D = c->D, HD = c->H * D;
-    TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, true);
+    TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, true, bt);
     for (int64_t r = 0; r < rows; r++) TG_F(sdpa_drop_row)(c, p + r * ncols, bh * c->L + i0 + r,
                                                            ncols);
     const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
     TG_T *y = HEAD((TG_T *)n->value.data, c->L, D) + i0 * HD;
-    TG_F(sdpa_mm)(c, false, false, rows, D, ncols, 1, p, ncols, v, HD, 0, y, HD);
+    TG_F(sdpa_mm)(c, false, false, rows, D, ncols, 1, p, ncols, v, HD, 0, y, HD, bt);
 }
 
 static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_T *t,
-                                     TG_T *u)
+                                     TG_T *u, TG_T *bt)
 {
     const tg_node *n = c->n;
     const int64_t b = bh / c->H, h = bh % c->H, E = c->E, D = c->D, HE = c->H * E,
@@ -165,7 +175,7 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
         const TG_T beta_v = c->fv && !zv && i0 == 0 ? 0 : 1;
         const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
         const int64_t ncols = c->causal ? i0 + rows : c->S;
-        TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false);
+        TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, false, bt);
         /* with dropout, u = keep / (1 - p) of these rows, drawn once for both uses */
         const bool drop = c->mode != SDPA_COPY;
         for (int64_t r = 0; drop && r < rows; r++) {
@@ -180,11 +190,11 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
                 pd = t;
             }
             TG_F(sdpa_mm)(c, true, false, ncols, D, rows, 1, pd, ncols, dy + i0 * HD, HD, beta_v,
-                          dv, HD);
+                          dv, HD, bt);
         }
         if (!dq && !dk) continue;
         /* t = dPd = dy V^T, then dS = P * (dPd * keep / (1 - p) - D) */
-        TG_F(sdpa_mm)(c, false, true, rows, ncols, D, 1, dy + i0 * HD, HD, v, HD, 0, t, ncols);
+        TG_F(sdpa_mm)(c, false, true, rows, ncols, D, 1, dy + i0 * HD, HD, v, HD, 0, t, ncols, bt);
         for (int64_t r = 0; r < rows; r++) {
             const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols;
             const TG_T *yi = y + i * HD, *dyi = dy + i * HD;
@@ -204,10 +214,10 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
         }
         if (dq)
             TG_F(sdpa_mm)(c, false, false, rows, E, ncols, scale, t, ncols, k, HE, beta_q,
-                          dq + i0 * HE, HE);
+                          dq + i0 * HE, HE, bt);
         if (dk)
             TG_F(sdpa_mm)(c, true, false, ncols, E, rows, scale, t, ncols, q + i0 * HE, HE, beta_k,
-                          dk, HE);
+                          dk, HE, bt);
     }
 }
 #undef HEAD
@@ -220,9 +230,10 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
     for (int64_t s = begin; s < end; s++) {
         TG_T *p = (TG_T *)((unsigned char *)c->scratch + (size_t)s * c->slot_bytes);
         TG_T *t = p + c->rb * c->S, *u = t + c->rb * c->S;   /* [rb, S] each; u: dropout */
+        TG_T *bt = p + c->blocks * c->rb * c->S;             /* [max(E, D), S]: small heads */
         for (int64_t it = s; it < c->items; it += c->slots) {
-            if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t, u);
-            else             TG_F(sdpa_forward_item)(c, it, p);
+            if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t, u, bt);
+            else             TG_F(sdpa_forward_item)(c, it, p, bt);
         }
     }
 }
@@ -238,11 +249,13 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
 
 enum { SDPA_COPY, SDPA_ZERO, SDPA_MASK };
 #define SDPA_SMALL 64   /* heads with S, E and D up to this skip the packing GEMM */
+#define SDPA_SHALLOW 16 /* and Q K^T, dy V^T with E, D up to this transpose K, V first */
 
 typedef struct {
     int64_t B, L, S, H, E, D;
     int64_t rb, nblk;        /* query rows per block, blocks per head */
     int64_t slots;           /* scratch slots (workers) */
+    int64_t blocks;          /* [rb, S] blocks per slot (then [max(E, D), S] when small) */
     size_t  slot_bytes;
     bool    causal;
     bool    small;           /* S, E, D <= 64: the small vector kernels (F32, when on) */
@@ -255,7 +268,7 @@ typedef struct {
 
 typedef struct {
     const tg_node *n;
-    int64_t B, L, S, H, E, D, rb, nblk, slots, items;
+    int64_t B, L, S, H, E, D, rb, nblk, slots, items, blocks;
     size_t  slot_bytes;
     void   *scratch;
     bool    causal, vec, small, backward, gq, gk, gv;
@@ -276,7 +289,7 @@ static void sdpa_run(tg_node *n, bool backward)
 {
     const sdpa_attr *a = n->attr;
     sdpa_ctx c = {.n = n, .B = a->B, .L = a->L, .S = a->S, .H = a->H, .E = a->E, .D = a->D,
-                  .rb = a->rb, .nblk = a->nblk, .slot_bytes = a->slot_bytes,
+                  .rb = a->rb, .nblk = a->nblk, .blocks = a->blocks, .slot_bytes = a->slot_bytes,
                   .scratch = tg_graph_scratch(n->graph), .causal = a->causal,
                   .vec = n->value.dtype == TG_F32 && tg__vec_on(), .backward = backward,
                   .small = a->small && n->value.dtype == TG_F32 && tg__vec_on(),
@@ -389,9 +402,11 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
     /* short heads: the products by the small vector kernels */
     a->small = S <= SDPA_SMALL && E <= SDPA_SMALL && D <= SDPA_SMALL;
     size_t sz = tg_dtype_size(qv->dtype);
-    /* per slot: P and a work block, and with dropout the keep factors */
-    const int64_t blocks = dropout > 0 ? 3 : 2;
-    a->slot_bytes = ((size_t)(blocks * rb * S) * sz + 63) & ~(size_t)63;
+    /* per slot: P and a work block, with dropout the keep factors, and for
+     * small heads room for K or V transposed */
+    a->blocks = dropout > 0 ? 3 : 2;
+    const int64_t kt = a->small ? (E > D ? E : D) * S : 0;
+    a->slot_bytes = ((size_t)(a->blocks * rb * S + kt) * sz + 63) & ~(size_t)63;
     tg_node_scratch(n, (size_t)a->slots * a->slot_bytes);
     /* per query row: the softmax's max and 1 / sum (double), [B, H, L, 2] */
     if (tg_node_buffer(n, TG_F64, 4, (int64_t[]){B, H, L, 2}) < 0) return NULL;

@@ -127,6 +127,9 @@ Test(sdpa, matches_the_unfused_chain_with_dropout)
     compare(1, 50, 700, 1, 4, 3, false, 0.1);    /* rows per block cut to 32768 / S = 46 */
     compare(3, 6, 6, 1, 5, 2, true, 0);
     compare(2, 3, 3, 2, 4, 4, true, 1);          /* p = 1: y = 0 and no gradient to q, k */
+    /* key lengths of whole vectors with shallow heads: K and V transposed first */
+    compare(2, 16, 16, 2, 8, 8, true, 0.2);
+    compare(2, 10, 32, 3, 16, 5, false, 0.3);
 }
 
 /* The mask did drop entries: training differs from eval, and dropping changes
