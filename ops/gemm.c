@@ -908,8 +908,18 @@ static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid)
  * alpha (sum of the chunks, in chunk order). The same bits on any number of
  * threads; on 2 threads 64 x 64 x 2688 runs about 3x faster than one GEMM
  * split over C, which has too few tiles to share. */
-#define GEMM_KSPLIT_MIN_K 2048            /* at least this deep */
+#define GEMM_KSPLIT_MIN_K 1024            /* at least this deep (C up to MAX_C) */
+#define GEMM_KSPLIT_TINY_C (64 * 128)     /* a C this small: */
+#define GEMM_KSPLIT_TINY_K 384            /* from this deep */
 #define GEMM_KSPLIT_CHUNK 1024            /* about this deep per chunk */
+
+/* Split? By shape alone. Measured on 2 threads (GFLOPS, one GEMM over C ->
+ * K split): 64x64x448 115 -> 255, 128x64x448 169 -> 292, 64x64x1792 143 ->
+ * 308, 256x256x1792 256 -> 346; but 256x256x512 390 -> 320 (C has tiles
+ * enough to share). On 1 thread a split costs 0-12% (two packings of B). */
+#define GEMM_KSPLIT_WANTED(M, N, K)                                  \
+    (((K) >= GEMM_KSPLIT_MIN_K && (M) * (N) <= GEMM_KSPLIT_MAX_C) ||     \
+     ((K) >= GEMM_KSPLIT_TINY_K && (M) * (N) <= GEMM_KSPLIT_TINY_C))
 
 typedef struct TG_F(gemm_ksplit) {
     const TG_F(gemm_prob) *pr;
@@ -968,7 +978,7 @@ static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
         return;
     }
     /* chosen by shape alone (not nthr), so every thread count gives the same bits */
-    if (pr->K >= GEMM_KSPLIT_MIN_K && pr->M * pr->N <= GEMM_KSPLIT_MAX_C &&
+    if (GEMM_KSPLIT_WANTED(pr->M, pr->N, pr->K) &&
         atomic_load_explicit(&gemm_path, memory_order_relaxed) == TG__GEMM_PATH_AUTO &&
         TG_F(gemm_ksplit_run)(pr, nthr))
         return;

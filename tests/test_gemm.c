@@ -222,9 +222,11 @@ ParameterizedTestParameters(gemm, shapes)
         T4(300, 40, 517, 2, 1.0, 0.0),   /* K over KC: three K slices; M over MC */
         T4(5, 4100, 3, 1, 1.0, 0.5),     /* N over NC */
         T4(20, 2000, 70, 1, 1.0, 0.5),   /* few rows, big: the columns are split over threads */
-        T4(64, 40, 2000, 2, 1.0, 0.5),   /* many K slices: C split by rows over threads */
-        T4(30, 140, 1900, 0, -1.0, 1.0), /* many K slices: C split by columns */
+        T4(300, 240, 2000, 2, 1.0, 0.5), /* many K slices: C split by rows over threads */
+        T4(100, 700, 1900, 0, -1.0, 1.0), /* many K slices: C split by columns */
         T4(64, 64, 2688, 1, 1.5, 0.5),   /* small C, long K: K split (auto path) */
+        T4(64, 128, 384, 1, 1.0, 0.5),   /* a tiny C from 384 deep: K split in 2 */
+        T4(256, 256, 1024, 1, 1.0, 0.0), /* a C up to 256 x 256 from 1024 deep */
         T4(5, 7, 4099, 0, -1.0, 0.0),    /* K split into 4 uneven parts */
         T4(256, 256, 2048, 0, 1.0, 1.0), /* the largest C the K split takes */
     };
@@ -381,9 +383,10 @@ Test(gemm, same_bits_for_1_and_2_threads)
     same_bits(1000, 64, 700);   /* small on one thread, packed on two */
     same_bits(37, 16, 300);
     same_bits(5, 33, 520);      /* fewer rows than a tile */
-    same_bits(64, 40, 2000);    /* small on one thread, split by rows on two */
-    same_bits(30, 140, 1900);   /* split by columns on two */
+    same_bits(300, 240, 2000);  /* split by rows on two */
+    same_bits(100, 700, 1900);  /* split by columns on two */
     same_bits(64, 64, 2688);    /* K split: 2 parts, in parallel on two */
+    same_bits(64, 64, 448);     /* K split of a tiny C */
 }
 
 /* ---- no allocation in steady state: buffers are per thread, made once ---- */
