@@ -2,15 +2,19 @@
  * linear.c - y = x W^T + b over the last dim of x (OPS.md section 3).
  *
  * x is viewed as M rows of `in` features: X [M, in], W [out, in], Y [M, out].
- * Forward and backward are three GEMMs and a column sum.
+ * Forward and backward are three GEMMs and a column sum (the bias gradient:
+ * double partial sums over fixed blocks of rows, in parallel).
  */
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "gemm.h"
 #include "linear.h"
+#include "vec.h"
 
 typedef struct { int64_t M, in, out; } linear_attr;
+
+#define BIAS_ROWS 256   /* rows per partial sum of the bias gradient */
 
 /* rows [begin, end) of Y = the bias: one row, then doubling copies of the
  * rows filled so far (rows are short, 64 to 512 features: a memcpy per row
@@ -44,6 +48,56 @@ static tg_status linear_forward(tg_node *n)
     return TG_OK;
 }
 
+/* Row block k (BIAS_ROWS rows) of dY summed over its rows, in double, into its
+ * own partial sums (the node's scratch, [blocks, out]). */
+static void bias_blocks(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const tg_node *n = ctx;
+    const linear_attr *a = n->attr;
+    const int64_t out = a->out;
+    const bool vec = n->value.dtype == TG_F32 && tg__vec_on();
+    (void)tid;
+    for (int64_t k = begin; k < end; k++) {
+        double *acc = (double *)tg_graph_scratch(n->graph) + k * out;
+        for (int64_t j = 0; j < out; j++) acc[j] = 0;
+        const int64_t r1 = (k + 1) * BIAS_ROWS < a->M ? (k + 1) * BIAS_ROWS : a->M;
+        for (int64_t r = k * BIAS_ROWS; r < r1; r++) {
+            if (n->value.dtype == TG_F64) {
+                const double *dy = (const double *)n->grad.data + r * out;
+                for (int64_t j = 0; j < out; j++) acc[j] += dy[j];
+                continue;
+            }
+            const float *dy = (const float *)n->grad.data + r * out;
+#if TG_VEC
+            if (vec) {
+                tg__vec_acc_row(dy, acc, out);
+                continue;
+            }
+#endif
+            for (int64_t j = 0; j < out; j++) acc[j] += dy[j];
+        }
+    }
+    (void)vec;
+}
+
+/* db += the sum of dY's rows: partial sums over fixed blocks of rows in
+ * parallel, then added up in block order (the same bits for any thread count) */
+static void bias_grad(tg_node *n)
+{
+    const linear_attr *a = n->attr;
+    const int64_t out = a->out, blocks = (a->M + BIAS_ROWS - 1) / BIAS_ROWS;
+    if (out == 0) return;
+    tg_parallel_for(blocks, 1 + 65536 / (BIAS_ROWS * out), bias_blocks, n);
+    const double *acc = tg_graph_scratch(n->graph);
+    tg_tensor *db = &n->in[2]->grad;
+    for (int64_t j = 0; j < out; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < blocks; k++) s += acc[k * out + j];
+        if (db->dtype == TG_F64) ((double *)db->data)[j] += s;
+        else ((float *)db->data)[j] += (float)s;
+    }
+}
+
 /* backward, from Y = X W^T + b:
  *   dX[M, in]  += dY[M, out] . W[out, in]
  *   dW[out, in] += dY^T[out, M] . X[M, in]
@@ -60,13 +114,7 @@ static tg_status linear_backward(tg_node *n)
     if (w->requires_grad)
         tg_gemm_batched(dt, true, false, 1, a->out, a->in, a->M, 1.0, n->grad.data, a->out, 0,
                         x->value.data, a->in, 0, 1.0, w->grad.data, a->in, 0);
-    if (n->n_in == 3 && n->in[2]->requires_grad) {
-        tg_tensor rows = n->grad;     /* dY as [M, out] summed over M */
-        rows.rank = 2;
-        rows.shape[0] = a->M;
-        rows.shape[1] = a->out;
-        tg__sum_to_acc(dt, &rows, &n->in[2]->grad, 1.0);
-    }
+    if (n->n_in == 3 && n->in[2]->requires_grad) bias_grad(n);
     return TG_OK;
 }
 
@@ -118,5 +166,9 @@ tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
     a->M = M;
     a->in = in_f;
     a->out = out_f;
+    /* the bias gradient's partial sums per block of BIAS_ROWS rows (double) */
+    if (bias)
+        tg_node_scratch(n, (size_t)out_f * (size_t)((M + BIAS_ROWS - 1) / BIAS_ROWS) *
+                               sizeof(double));
     return n;
 }

@@ -528,6 +528,18 @@ AVX2 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, dou
     }
 }
 
+/* acc[j] += x[j] for j < n, in double (a column sum's row: linear's bias gradient) */
+AVX2 void tg__vec_acc_row(const float *x, double *acc, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8f a = _mm256_loadu_ps(x + j);
+        _mm256_storeu_pd(acc + j, _mm256_add_pd(_mm256_loadu_pd(acc + j), lo_d(a)));
+        _mm256_storeu_pd(acc + j + 4, _mm256_add_pd(_mm256_loadu_pd(acc + j + 4), hi_d(a)));
+    }
+    for (; j < n; j++) acc[j] += x[j];
+}
+
 /* ---- GELU ---- */
 
 #define GELU_SQRT1_2 0.70710678118654752440f        /* 1/sqrt(2) */

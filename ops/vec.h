@@ -114,6 +114,9 @@ void tg__vec_ln_row_backward(const float *x, const float *dy, float *dx, const f
 void tg__vec_ln_param_row(const float *x, const float *dy, double mean, double rstd,
                           double *acc_g, double *acc_b, int64_t n);
 
+/* acc[j] += x[j], j < n, each sum in double */
+void tg__vec_acc_row(const float *x, double *acc, int64_t n);
+
 /* top-k of one row of n floats, 1 <= k <= min(n, 64), n <= UINT32_MAX:
  * (v, ix)[j * os] for j < k = the k first of x in topk's rank order
  * (ops/topk.c), bit for bit as the portable kernel (AVX-512 when
