@@ -4,7 +4,10 @@
  * Each routine walks its row 8 floats at a time; the last 1..7 go through
  * the same code with masked loads and stores, so every element sees the same
  * arithmetic whatever its position. Sums are kept in double (two 4-wide
- * accumulators), as in the portable kernels.
+ * accumulators), as in the portable kernels. The maths and the GELU rows are
+ * written once in vec_math.h and instantiated here for AVX2 and for AVX-512
+ * (16 lanes, the same bits; GELU takes it when tg__vec_avx512_on(): 1.9x the
+ * AVX2 rate here, 0.63 against 1.17 ns per element on one thread).
  *
  * The maths (coefficients fitted for this file by weighted least squares,
  * iterated to near-minimax, on Chebyshev nodes):
@@ -168,92 +171,159 @@ AVX2 static inline float hmax(v8f a)
     return _mm_cvtss_f32(m);
 }
 
-AVX2 static inline v8f isnan_mask(v8f x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
-AVX2 static inline v8f vabs(v8f x) { return _mm256_andnot_ps(K(-0.0f), x); }
-/* |a| with the sign of b */
-AVX2 static inline v8f vcopysign(v8f a, v8f b)
-{
-    return _mm256_or_ps(vabs(a), _mm256_and_ps(K(-0.0f), b));
-}
 
 /* ---- the maths ---- */
 
-/* 2^k for integer-valued k in [-126, 127] */
-AVX2 static inline v8f pow2i(__m256i k)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-}
+/* AVX2 instances: vexp, verf, vtanh, gelu_row, gelu_backward_row */
+#define GELU_SQRT1_2 0.70710678118654752440f        /* 1/sqrt(2) */
+#define GELU_INV_SQRT_2PI 0.39894228040143267794f   /* 1/sqrt(2 pi) */
+#define GELU_K_TANH 0.79788456080286535588f         /* sqrt(2/pi) */
+#define GELU_C 0.044715f
 
-AVX2 static inline v8f vexp(v8f x)
-{
-    /* below -104 the result is 0: those lanes compute exp(0) and are zeroed
-     * at the end, so they never make subnormal products (microcode assists:
-     * masked -inf entries of a softmax row would pay for them) */
-    v8f under = _mm256_cmp_ps(x, K(-104.0f), _CMP_LT_OQ);
-    v8f xc = _mm256_andnot_ps(under, _mm256_min_ps(x, K(89.0f)));   /* NaN -> 89, fixed below */
-    v8f n = _mm256_round_ps(_mm256_mul_ps(xc, K(1.44269504088896341f)),
-                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);   /* [-150, 128] */
-    /* r = x - n ln2; n * 0.693359375 is exact, x minus it too (Sterbenz) */
-    v8f r = _mm256_fnmadd_ps(n, K(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(n, K(-2.12194440e-4f), r);
-    v8f q = K(1.978927886837384e-4f);
-    q = _mm256_fmadd_ps(q, r, K(1.3945740294920763e-3f));
-    q = _mm256_fmadd_ps(q, r, K(8.333503672349555e-3f));
-    q = _mm256_fmadd_ps(q, r, K(4.166628048542627e-2f));
-    q = _mm256_fmadd_ps(q, r, K(1.6666665820666546e-1f));
-    q = _mm256_fmadd_ps(q, r, K(5.000000071628705e-1f));
-    v8f p = _mm256_add_ps(_mm256_fmadd_ps(q, _mm256_mul_ps(r, r), r), K(1.0f));
-    /* times 2^n as 2^h * 2^(n-h): each factor normal, one rounding at most */
-    __m256i ni = _mm256_cvtps_epi32(n);
-    __m256i h = _mm256_srai_epi32(ni, 1);
-    v8f y = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(h)), pow2i(_mm256_sub_epi32(ni, h)));
-    return _mm256_blendv_ps(_mm256_andnot_ps(under, y), x, isnan_mask(x));
-}
+#define VM_ATTR AVX2
+#define VM_SUF(name) name
+#define VM_F v8f
+#define VM_I __m256i
+#define VM_MASK v8f
+#define VM_TAILM __m256i
+#define VM_LANES 8
+#define VM_SET1(c) _mm256_set1_ps(c)
+#define VM_ADD _mm256_add_ps
+#define VM_SUB _mm256_sub_ps
+#define VM_MUL _mm256_mul_ps
+#define VM_DIV _mm256_div_ps
+#define VM_MIN _mm256_min_ps
+#define VM_MAX _mm256_max_ps
+#define VM_FMA _mm256_fmadd_ps
+#define VM_FNMA _mm256_fnmadd_ps
+#define VM_ROUND(x) _mm256_round_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VM_CVT _mm256_cvtps_epi32
+#define VM_ABS(x) _mm256_andnot_ps(_mm256_set1_ps(-0.0f), (x))
+#define VM_COPYSIGN(a, b) _mm256_or_ps(VM_ABS(a), _mm256_and_ps(_mm256_set1_ps(-0.0f), (b)))
+#define VM_ISET1 _mm256_set1_epi32
+#define VM_IADD _mm256_add_epi32
+#define VM_ISUB _mm256_sub_epi32
+#define VM_ISRA1(i) _mm256_srai_epi32((i), 1)
+#define VM_BITS_F(i) _mm256_castsi256_ps(_mm256_slli_epi32((i), 23))
+#define VM_LT(a, b) _mm256_cmp_ps((a), (b), _CMP_LT_OQ)
+#define VM_GT(a, b) _mm256_cmp_ps((a), (b), _CMP_GT_OQ)
+#define VM_GE(a, b) _mm256_cmp_ps((a), (b), _CMP_GE_OQ)
+#define VM_NAN(x) _mm256_cmp_ps((x), (x), _CMP_UNORD_Q)
+#define VM_BLEND(m, a, b) _mm256_blendv_ps((a), (b), (m))
+#define VM_ZERO_IF(m, a) _mm256_andnot_ps((m), (a))
+#define VM_TAIL(rem) tail_mask((rem) < 8 ? (rem) : 8)
+#define VM_LOAD(p, rem, m) ld((p), (rem), (m))
+#define VM_STORE(p, v, rem, m) st((p), (v), (rem), (m))
+#include "vec_math.h"
+#undef VM_ATTR
+#undef VM_SUF
+#undef VM_F
+#undef VM_I
+#undef VM_MASK
+#undef VM_TAILM
+#undef VM_LANES
+#undef VM_SET1
+#undef VM_ADD
+#undef VM_SUB
+#undef VM_MUL
+#undef VM_DIV
+#undef VM_MIN
+#undef VM_MAX
+#undef VM_FMA
+#undef VM_FNMA
+#undef VM_ROUND
+#undef VM_CVT
+#undef VM_ABS
+#undef VM_COPYSIGN
+#undef VM_ISET1
+#undef VM_IADD
+#undef VM_ISUB
+#undef VM_ISRA1
+#undef VM_BITS_F
+#undef VM_LT
+#undef VM_GT
+#undef VM_GE
+#undef VM_NAN
+#undef VM_BLEND
+#undef VM_ZERO_IF
+#undef VM_TAIL
+#undef VM_LOAD
+#undef VM_STORE
 
-AVX2 static inline v8f verf(v8f x)
-{
-    v8f t = vabs(x);
-    /* |x| <= 0.93: x + x P(x^2) */
-    v8f s = _mm256_mul_ps(x, x);
-    v8f p = K(-5.953882389579807e-4f);
-    p = _mm256_fmadd_ps(p, s, K(4.985974326416634e-3f));
-    p = _mm256_fmadd_ps(p, s, K(-2.6761749321472336e-2f));
-    p = _mm256_fmadd_ps(p, s, K(1.128168366892017e-1f));
-    p = _mm256_fmadd_ps(p, s, K(-3.7612481276854315e-1f));
-    p = _mm256_fmadd_ps(p, s, K(1.2837914776866527e-1f));
-    v8f small = _mm256_fmadd_ps(p, x, x);
-    /* above: 1 - exp(F(|x|)), F ~ log erfc on [0.92, 4] */
-    v8f tc = _mm256_min_ps(t, K(4.0f));
-    v8f f = K(-2.1161906517908058e-5f);
-    f = _mm256_fmadd_ps(f, tc, K(4.352188861983519e-4f));
-    f = _mm256_fmadd_ps(f, tc, K(-4.17464302110121e-3f));
-    f = _mm256_fmadd_ps(f, tc, K(2.512862459017584e-2f));
-    f = _mm256_fmadd_ps(f, tc, K(-1.0829394662927744e-1f));
-    f = _mm256_fmadd_ps(f, tc, K(-6.333346530130428e-1f));
-    f = _mm256_fmadd_ps(f, tc, K(-1.1295208233348015f));
-    f = _mm256_fmadd_ps(f, tc, K(1.7587456230942742e-4f));
-    v8f big = vcopysign(_mm256_sub_ps(K(1.0f), vexp(f)), x);
-    v8f y = _mm256_blendv_ps(small, big, _mm256_cmp_ps(t, K(0.93f), _CMP_GT_OQ));
-    return _mm256_blendv_ps(y, x, isnan_mask(x));
-}
-
-AVX2 static inline v8f vtanh(v8f x)
-{
-    v8f t = vabs(x);
-    /* |x| < 0.625: x + x^3 P(x^2) */
-    v8f s = _mm256_mul_ps(x, x);
-    v8f p = K(-5.704990372470878e-3f);
-    p = _mm256_fmadd_ps(p, s, K(2.063909061959666e-2f));
-    p = _mm256_fmadd_ps(p, s, K(-5.373971626606085e-2f));
-    p = _mm256_fmadd_ps(p, s, K(1.3331442214843386e-1f));
-    p = _mm256_fmadd_ps(p, s, K(-3.333328194277489e-1f));
-    v8f small = vcopysign(_mm256_fmadd_ps(_mm256_mul_ps(p, s), x, x), x);   /* tanh(-0) = -0 */
-    /* above: 1 - 2 / (e^(2|x|) + 1) */
-    v8f e = vexp(_mm256_add_ps(_mm256_min_ps(t, K(10.0f)), _mm256_min_ps(t, K(10.0f))));
-    v8f big = vcopysign(_mm256_sub_ps(K(1.0f), _mm256_div_ps(K(2.0f), _mm256_add_ps(e, K(1.0f)))), x);
-    v8f y = _mm256_blendv_ps(small, big, _mm256_cmp_ps(t, K(0.625f), _CMP_GE_OQ));
-    return _mm256_blendv_ps(y, x, isnan_mask(x));
-}
+/* AVX-512 instances, the same code 16 lanes wide: vexp16, ..., gelu_row16 */
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define VM_ATTR AVX512
+#define VM_SUF(name) name##16
+#define VM_F __m512
+#define VM_I __m512i
+#define VM_MASK __mmask16
+#define VM_TAILM __mmask16
+#define VM_LANES 16
+#define VM_SET1(c) _mm512_set1_ps(c)
+#define VM_ADD _mm512_add_ps
+#define VM_SUB _mm512_sub_ps
+#define VM_MUL _mm512_mul_ps
+#define VM_DIV _mm512_div_ps
+#define VM_MIN _mm512_min_ps
+#define VM_MAX _mm512_max_ps
+#define VM_FMA _mm512_fmadd_ps
+#define VM_FNMA _mm512_fnmadd_ps
+#define VM_ROUND(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VM_CVT _mm512_cvtps_epi32
+#define VM_ABS(x) _mm512_abs_ps(x)
+#define VM_COPYSIGN(a, b)                                                                 \
+    _mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(_mm512_abs_ps(a)),             \
+                                        _mm512_and_epi32(_mm512_set1_epi32(INT32_MIN),     \
+                                                         _mm512_castps_si512(b))))
+#define VM_ISET1 _mm512_set1_epi32
+#define VM_IADD _mm512_add_epi32
+#define VM_ISUB _mm512_sub_epi32
+#define VM_ISRA1(i) _mm512_srai_epi32((i), 1)
+#define VM_BITS_F(i) _mm512_castsi512_ps(_mm512_slli_epi32((i), 23))
+#define VM_LT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_LT_OQ)
+#define VM_GT(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GT_OQ)
+#define VM_GE(a, b) _mm512_cmp_ps_mask((a), (b), _CMP_GE_OQ)
+#define VM_NAN(x) _mm512_cmp_ps_mask((x), (x), _CMP_UNORD_Q)
+#define VM_BLEND(m, a, b) _mm512_mask_blend_ps((m), (a), (b))
+#define VM_ZERO_IF(m, a) _mm512_maskz_mov_ps((__mmask16)~(m), (a))
+#define VM_TAIL(rem) ((rem) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rem)) - 1))
+#define VM_LOAD(p, rem, m) _mm512_maskz_loadu_ps((m), (p))
+#define VM_STORE(p, v, rem, m) _mm512_mask_storeu_ps((p), (m), (v))
+#include "vec_math.h"
+#undef VM_ATTR
+#undef VM_SUF
+#undef VM_F
+#undef VM_I
+#undef VM_MASK
+#undef VM_TAILM
+#undef VM_LANES
+#undef VM_SET1
+#undef VM_ADD
+#undef VM_SUB
+#undef VM_MUL
+#undef VM_DIV
+#undef VM_MIN
+#undef VM_MAX
+#undef VM_FMA
+#undef VM_FNMA
+#undef VM_ROUND
+#undef VM_CVT
+#undef VM_ABS
+#undef VM_COPYSIGN
+#undef VM_ISET1
+#undef VM_IADD
+#undef VM_ISUB
+#undef VM_ISRA1
+#undef VM_BITS_F
+#undef VM_LT
+#undef VM_GT
+#undef VM_GE
+#undef VM_NAN
+#undef VM_BLEND
+#undef VM_ZERO_IF
+#undef VM_TAIL
+#undef VM_LOAD
+#undef VM_STORE
 
 #define FOR_LANES(i, n)                                                         \
     for (int64_t i = 0, rem_ = (n); rem_ > 0; i += 8, rem_ -= 8)
@@ -542,58 +612,18 @@ AVX2 void tg__vec_acc_row(const float *x, double *acc, int64_t n)
 
 /* ---- GELU ---- */
 
-#define GELU_SQRT1_2 0.70710678118654752440f        /* 1/sqrt(2) */
-#define GELU_INV_SQRT_2PI 0.39894228040143267794f   /* 1/sqrt(2 pi) */
-#define GELU_K_TANH 0.79788456080286535588f         /* sqrt(2/pi) */
-#define GELU_C 0.044715f
-
-/* forward, the portable kernel's formulas and order:
- *   none: y = x * 0.5 * (1 + erf(x / sqrt 2))
- *   tanh: y = 0.5 * x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+/* GELU (vec_math.h), 16 lanes wide when tg__vec_avx512_on() */
 AVX2 void tg__vec_gelu(const float *x, float *y, int64_t n, bool tanh_form)
 {
-    FOR_LANES(i, n) {
-        __m256i m = tail_mask(REM < 8 ? REM : 8);
-        v8f v = ld(x + i, REM, m), r;
-        if (tanh_form) {
-            v8f v3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(GELU_C), v), v), v);
-            v8f u = _mm256_mul_ps(K(GELU_K_TANH), _mm256_add_ps(v, v3));
-            r = _mm256_mul_ps(_mm256_mul_ps(K(0.5f), v), _mm256_add_ps(K(1.0f), vtanh(u)));
-        } else {
-            v8f e = verf(_mm256_mul_ps(v, K(GELU_SQRT1_2)));
-            r = _mm256_mul_ps(_mm256_mul_ps(v, K(0.5f)), _mm256_add_ps(K(1.0f), e));
-        }
-        st(y + i, r, REM, m);
-    }
+    if (tg__vec_avx512_on()) gelu_row16(x, y, n, tanh_form);
+    else gelu_row(x, y, n, tanh_form);
 }
 
-/* backward, dx += dy * y'(x):
- *   none: y' = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
- *   tanh: y' = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2) */
 AVX2 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int64_t n,
                                 bool tanh_form, bool fresh)
 {
-    FOR_LANES(i, n) {
-        __m256i m = tail_mask(REM < 8 ? REM : 8);
-        v8f v = ld(x + i, REM, m), d;
-        if (tanh_form) {
-            v8f v3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(GELU_C), v), v), v);
-            v8f t = vtanh(_mm256_mul_ps(K(GELU_K_TANH), _mm256_add_ps(v, v3)));
-            v8f du = _mm256_mul_ps(K(GELU_K_TANH),
-                                   _mm256_add_ps(K(1.0f), _mm256_mul_ps(_mm256_mul_ps(K(3 * GELU_C), v), v)));
-            v8f a = _mm256_mul_ps(K(0.5f), _mm256_add_ps(K(1.0f), t));
-            v8f b = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(K(0.5f), v),
-                                                _mm256_sub_ps(K(1.0f), _mm256_mul_ps(t, t))), du);
-            d = _mm256_add_ps(a, b);
-        } else {
-            v8f cdf = _mm256_mul_ps(K(0.5f), _mm256_add_ps(K(1.0f), verf(_mm256_mul_ps(v, K(GELU_SQRT1_2)))));
-            v8f pdf = _mm256_mul_ps(vexp(_mm256_mul_ps(_mm256_mul_ps(K(-0.5f), v), v)), K(GELU_INV_SQRT_2PI));
-            d = _mm256_add_ps(cdf, _mm256_mul_ps(v, pdf));
-        }
-        v8f g = ld(dy + i, REM, m);
-        v8f base = fresh ? _mm256_setzero_ps() : ld(dx + i, REM, m);
-        st(dx + i, _mm256_add_ps(base, _mm256_mul_ps(g, d)), REM, m);
-    }
+    if (tg__vec_avx512_on()) gelu_backward_row16(x, dy, dx, n, tanh_form, fresh);
+    else gelu_backward_row(x, dy, dx, n, tanh_form, fresh);
 }
 
 /* ---- small matrix products (fused attention on short heads) ----

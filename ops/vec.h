@@ -18,7 +18,8 @@
  * all -inf softmax row (every entry masked) is a NaN row, as in PyTorch.
  *
  * Not here: F64 (stays portable), strided rows (softmax over a non-last dim
- * keeps the portable path), AVX-512 (but for topk, ops/vec_topk.c).
+ * keeps the portable path), AVX-512 (but for GELU, through ops/vec_math.h,
+ * and topk, ops/vec_topk.c).
  */
 #ifndef TG_VEC_H
 #define TG_VEC_H
@@ -48,7 +49,7 @@ bool tg__vec_set(int mode);
 /* The CPU has what the vector path needs (whatever the switch says). */
 bool tg__vec_supported(void);
 
-/* AVX-512 (F) on top, for the kernels that have such a version (topk): on
+/* AVX-512 (F) on top, for the kernels that have such a version (GELU, topk): on
  * when tg__vec_on(), the CPU has it, and neither TG_NO_AVX512 (non-empty,
  * not "0") nor tg__vec_set_avx512(0) turned it off. Modes as tg__vec_set
  * (1 is refused when the CPU lacks it); the AVX2 kernels run in its place. */

@@ -188,6 +188,40 @@ Test(vec, layer_norm_affine_lengths_and_specials) { sweep(K_LN_AFFINE); }
 Test(vec, gelu_lengths_and_specials) { sweep(K_GELU); }
 Test(vec, gelu_tanh_lengths_and_specials) { sweep(K_GELU_TANH); }
 
+/* GELU's AVX-512 kernels (16 lanes, vec_math.h) give the AVX2 kernels' bits,
+ * forward and backward, both forms, over the special-value rows and every
+ * length up to 67 (tails of 1..15 lanes); the sweeps above check the values. */
+Test(vec, gelu_avx512_same_bits_as_avx2)
+{
+    if (!tg__vec_supported()) cr_skip_test("the CPU has no AVX2 + FMA");
+    if (!tg__vec_set_avx512(1)) cr_skip_test("the CPU has no AVX-512");
+    rng_state = 77;
+    for (int64_t n = 1; n <= 67; n++) {
+        float *x = malloc(sizeof(float) * (size_t)n), *dy = malloc(sizeof(float) * (size_t)n);
+        float *y[2], *dx[2];
+        for (int w = 0; w < 2; w++)
+            y[w] = malloc(sizeof(float) * (size_t)n), dx[w] = malloc(sizeof(float) * (size_t)n);
+        for (int r = 0; r < ROWS; r++) {
+            fill_row(x, r, n);
+            for (int64_t j = 0; j < n; j++) dy[j] = randn();
+            for (int form = 0; form < 2; form++) {
+                for (int w = 0; w < 2; w++) {
+                    cr_assert(tg__vec_set_avx512(w));
+                    tg__vec_gelu(x, y[w], n, form);
+                    for (int64_t j = 0; j < n; j++) dx[w][j] = 0.5f;
+                    tg__vec_gelu_backward(x, dy, dx[w], n, form, r % 2);
+                }
+                cr_assert(!memcmp(y[0], y[1], sizeof(float) * (size_t)n),
+                          "n=%ld row %d form %d: forward differs", (long)n, r, form);
+                cr_assert(!memcmp(dx[0], dx[1], sizeof(float) * (size_t)n),
+                          "n=%ld row %d form %d: backward differs", (long)n, r, form);
+            }
+        }
+        free(x), free(dy), free(y[0]), free(y[1]), free(dx[0]), free(dx[1]);
+    }
+    tg__vec_set_avx512(-1);
+}
+
 /* The fully masked row really is NaN on the vector path, forward and dx. */
 Test(vec, fully_masked_softmax_row_is_nan)
 {
