@@ -385,9 +385,66 @@ AVX2 static void softmax_row_short(const float *x, float *y, int64_t n, float sc
     if (!given) *max = mxs, *rsum = rs;
 }
 
+/* The same softmax 16 lanes wide (AVX-512 on): the same steps, each sum in
+ * double over two 8-wide accumulators (lanes 0-7 and 8-15 of each vector),
+ * so its bits may differ from the AVX2 path's in the last place. */
+AVX512 static inline __m512d lo16_d(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+AVX512 static inline __m512d hi16_d(__m512 v)
+{
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+AVX512 static inline __m512 from16_d(__m512d lo, __m512d hi)
+{
+    __m512d l = _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+}
+#define TAIL16(rem) ((rem) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rem)) - 1))
+
+AVX512 static void softmax_row_stats16(const float *x, float *y, int64_t n, float scale,
+                                       float *max, double *rsum, bool given)
+{
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    float mxs = given ? *max : -INFINITY;
+    if (!given) {
+        __m512 vm = ninf;
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 m = TAIL16(n - i);
+            __m512 z = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs);
+            vm = _mm512_max_ps(_mm512_mask_blend_ps(m, ninf, z), vm);   /* NaN z: vm back */
+        }
+        mxs = _mm512_reduce_max_ps(vm);
+    }
+    const __m512 mx = _mm512_set1_ps(mxs);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = TAIL16(n - i);
+        /* lanes past the end: exp(0 - max), zeroed after (never exp(-inf)) */
+        __m512 e = vexp16(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs), mx));
+        e = _mm512_maskz_mov_ps(m, e);
+        _mm512_mask_storeu_ps(y + i, m, e);
+        if (!given) {
+            s0 = _mm512_add_pd(s0, lo16_d(e));
+            s1 = _mm512_add_pd(s1, hi16_d(e));
+        }
+    }
+    double rs = given ? *rsum : 1.0 / _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    const __m512d r = _mm512_set1_pd(rs);
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = TAIL16(n - i);
+        __m512 e = _mm512_maskz_loadu_ps(m, y + i);
+        _mm512_mask_storeu_ps(y + i, m, from16_d(_mm512_mul_pd(lo16_d(e), r), _mm512_mul_pd(hi16_d(e), r)));
+    }
+    if (!given) *max = mxs, *rsum = rs;
+}
+#undef TAIL16
+
 AVX2 void tg__vec_softmax_row_stats(const float *x, float *y, int64_t n, float scale,
                                     float *max, double *rsum, bool given)
 {
+    if (n > 8 && tg__vec_avx512_on()) {   /* (up to 8 the short AVX2 path is faster) */
+        softmax_row_stats16(x, y, n, scale, max, rsum, given);
+        return;
+    }
     if (n > 0 && n <= 16) {
         softmax_row_short(x, y, n, scale, max, rsum, given);
         return;

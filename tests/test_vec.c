@@ -640,9 +640,21 @@ Test(vec_kernels, dot)
  *    agrees with the double reference within 1e-6 relative (NaN when the
  *    reference is: a NaN or +inf entry, a fully masked row);
  *  - y agrees with exp(z - max) / sum in double (all NaN on a NaN row). */
+static void softmax_row_stats_check(void);
+
+/* on the AVX2 path and, where the CPU has it, the AVX-512 one (rows over 8) */
 Test(vec_kernels, softmax_row_stats)
 {
     NEED_VEC();
+    for (int wide = 0; wide < 2; wide++) {
+        if (!tg__vec_set_avx512(wide)) continue;   /* no AVX-512: the AVX2 pass only */
+        softmax_row_stats_check();
+    }
+    tg__vec_set_avx512(-1);
+}
+
+static void softmax_row_stats_check(void)
+{
     rng_state = 16;
     static const float scales[] = {1.0f, 0.125f, -0.7f, 3.0f};
     for (int64_t n = 1; n <= 70; n++) {
