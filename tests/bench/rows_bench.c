@@ -1,16 +1,18 @@
 /*
  * rows_bench.c - the row-wise kernels, portable path against the AVX2 path
- * (ops/vec.c), side by side in one run. Built and run by `make bench-rows`.
+ * and, on a CPU with AVX-512, the AVX-512 path (ops/vec.c: softmax rows over
+ * 8 and GELU have one), side by side in one run. Built and run by
+ * `make bench-rows`.
  *
  *   rows-bench [--time SECONDS] [-t THREADS]
  *
  * Shapes: softmax [4096, 512] (last dim), layer_norm [8192, 256] with weight
  * and bias, GELU exact and tanh over 1M elements; each forward (one
  * tg_graph_forward) and backward (one tg_graph_backward, which also zeroes
- * the gradients it writes), on 1 and 2 threads unless -t is given. The two
- * paths alternate call by call (tg__vec_set), so a busy machine slows both
- * alike; each number is the median over the calls (--time seconds per path,
- * 0.5 by default, at least 7 calls), and the ratio is portable / vector.
+ * the gradients it writes), on 1 and 2 threads unless -t is given. The
+ * paths alternate call by call (tg__vec_set, tg__vec_set_avx512), so a busy
+ * machine slows them alike; each number is the median over the calls (--time seconds per path,
+ * 0.5 by default, at least 7 calls), and each ratio is portable / that path.
  *
  * Not a test: it checks nothing but prints the numbers (tests/test_vec.c checks).
  */
@@ -97,32 +99,40 @@ static double call(bench_graph *b, bool backward)
     return t;
 }
 
-/* medians of the portable (med[0]) and the vector path (med[1]), alternating */
-static void time_both(bench_graph *b, bool backward, double med[2])
+/* path p: 0 portable, 1 AVX2 (AVX-512 off), 2 AVX-512 where a kernel has it */
+static void set_path(int p)
 {
-    for (int w = 0; w < 2; w++) {   /* warm-up */
-        tg__vec_set(0);
-        call(b, backward);
-        tg__vec_set(1);
-        call(b, backward);
-    }
-    tg__vec_set(0);
+    tg__vec_set(p > 0);
+    tg__vec_set_avx512(p == 2);
+}
+
+/* medians of the paths 0 .. npath-1 (see set_path), call by call alternating */
+static void time_paths(bench_graph *b, bool backward, int npath, double med[3])
+{
+    for (int w = 0; w < 2; w++)   /* warm-up */
+        for (int p = 0; p < npath; p++) {
+            set_path(p);
+            call(b, backward);
+        }
+    set_path(0);
     double one = call(b, backward);
     int reps = one > 0 ? (int)(seconds / one) : 1000;
     if (reps < 7) reps = 7;
     if (reps > 5000) reps = 5000;
-    double *ts[2] = {malloc(sizeof(double) * (size_t)reps), malloc(sizeof(double) * (size_t)reps)};
+    double *ts[3];
+    for (int p = 0; p < npath; p++) ts[p] = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++)
-        for (int p = 0; p < 2; p++) {
-            tg__vec_set(p);
+        for (int p = 0; p < npath; p++) {
+            set_path(p);
             ts[p][r] = call(b, backward);
         }
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < npath; p++) {
         qsort(ts[p], (size_t)reps, sizeof(double), cmp_double);
         med[p] = ts[p][reps / 2];
         free(ts[p]);
     }
     tg__vec_set(-1);
+    tg__vec_set_avx512(-1);
 }
 
 int main(int argc, char **argv)
@@ -146,17 +156,24 @@ int main(int argc, char **argv)
         {B_GELU, "gelu [1M]", 1, 1 << 20},
         {B_GELU_TANH, "gelu_tanh [1M]", 1, 1 << 20},
     };
-    printf("%-24s %-8s %3s %12s %12s %8s\n", "op", "pass", "t", "portable_ms", "avx2_ms", "ratio");
+    /* AVX-512: where the CPU has it; the softmax (rows over 8) and GELU kernels use it */
+    const int npath = tg__vec_set_avx512(1) ? 3 : 2;
+    tg__vec_set_avx512(-1);
+    printf("%-24s %-8s %3s %12s %12s %8s", "op", "pass", "t", "portable_ms", "avx2_ms", "ratio");
+    if (npath == 3) printf(" %12s %8s", "avx512_ms", "ratio");
+    printf("\n");
     for (int t = 1; t <= 2; t++) {
         if (only_threads && t != only_threads) continue;
         tg_threads_set(t);
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             bench_graph b = build(cases[c].k, cases[c].R, cases[c].n);
             for (int bw = 0; bw < 2; bw++) {
-                double med[2];
-                time_both(&b, bw, med);
-                printf("%-24s %-8s %3d %12.3f %12.3f %7.2fx\n", cases[c].name,
+                double med[3];
+                time_paths(&b, bw, npath, med);
+                printf("%-24s %-8s %3d %12.3f %12.3f %7.2fx", cases[c].name,
                        bw ? "backward" : "forward", t, med[0] * 1e3, med[1] * 1e3, med[0] / med[1]);
+                if (npath == 3) printf(" %12.3f %7.2fx", med[2] * 1e3, med[0] / med[2]);
+                printf("\n");
                 fflush(stdout);
             }
             tg_tensor_free(b.dy);
