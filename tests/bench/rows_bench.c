@@ -11,8 +11,9 @@
  * tg_graph_forward) and backward (one tg_graph_backward, which also zeroes
  * the gradients it writes), on 1 and 2 threads unless -t is given. The
  * paths alternate call by call (tg__vec_set, tg__vec_set_avx512), so a busy
- * machine slows them alike; each number is the median over the calls (--time seconds per path,
- * 0.5 by default, at least 7 calls), and each ratio is portable / that path.
+ * machine slows them alike; each number is the median over the calls
+ * (--time seconds per path, 0.5 by default, at least 7 calls), and each
+ * ratio is portable / that path.
  *
  * Not a test: it checks nothing but prints the numbers (tests/test_vec.c checks).
  */
