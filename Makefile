@@ -7,9 +7,10 @@
 #   make fuzz       each libFuzzer target in tests/fuzz/ for FUZZ_SECONDS (default 20) seconds
 #                   (clang-14; installs clang-14 and libclang-rt-14-dev if missing, as root)
 #   make bench      issue 7's table, tgraph against PyTorch (BENCH_CONFIGS=tsa_toy,tsa_med
-#                   for a subset, BENCH_MIN_TIME=seconds; see tests/bench/bench_table.sh)
+#                   for a subset, BENCH_MIN_TIME=seconds, BENCH_ROUNDS=n; see
+#                   tests/bench/bench_table.sh)
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
-#   make bench-rows softmax / layer_norm / GELU, portable path against AVX2 (ROWS_ARGS="-t 1")
+#   make bench-rows softmax / layer_norm / GELU: portable, AVX2, AVX-512 (ROWS_ARGS="-t 1")
 #   make bench-topk float32 topk rows, ns per row: portable, AVX2, AVX-512 (TOPK_ARGS="-t 2")
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
@@ -149,9 +150,11 @@ bench-gemm: $(BUILD)/gemm-bench
 BENCH_CONFIGS  ?=
 BENCH_MIN_TIME ?= 1.0
 BENCH_THREADS  ?= 2
+BENCH_ROUNDS   ?= 3
 bench: $(TOOL)
 	BENCH_CONFIGS="$(BENCH_CONFIGS)" BENCH_MIN_TIME="$(BENCH_MIN_TIME)" \
-	    BENCH_THREADS="$(BENCH_THREADS)" sh tests/bench/bench_table.sh $(TOOL)
+	    BENCH_THREADS="$(BENCH_THREADS)" BENCH_ROUNDS="$(BENCH_ROUNDS)" \
+	    sh tests/bench/bench_table.sh $(TOOL)
 
 # ---- row kernels: portable vs AVX2, side by side (ROWS_ARGS: see tests/bench/rows_bench.c) ----
 ROWS_ARGS ?=

@@ -3,15 +3,18 @@
 #
 #   sh tests/bench/bench_table.sh [TGRAPH]          (make bench runs it with build/tgraph)
 #
-# For each config, `tgraph bench`, tests/bench/torch_bench.py and `tgraph bench
-# --recompute` run one after the other (alternating, so a load change on a shared
-# machine hits both), with the same threads and min time; then the GEMM at 512^3
-# and the layer shapes on 1 and 2 threads. Prints markdown: speed, then memory.
+# For each config, `tgraph bench` and tests/bench/torch_bench.py run one after
+# the other, BENCH_ROUNDS times (alternating, so a load change on a shared
+# machine hits both), with the same threads and min time, and each side's
+# numbers are the medians over its rounds; then `tgraph bench --recompute` once.
+# Then the GEMM at 512^3 and the layer shapes on 1 and 2 threads. Prints
+# markdown: speed, then memory.
 #
 # Environment:
 #   BENCH_CONFIGS   comma-separated subset of the names below (default: all of them)
 #   BENCH_MIN_TIME  seconds each measurement runs for (default 1.0)
 #   BENCH_THREADS   threads for the layer configs (default 2)
+#   BENCH_ROUNDS    tgraph / PyTorch rounds per layer config (default 3)
 #   PYTHON          the interpreter with torch (default /usr/bin/python3)
 # Without PyTorch the tgraph half is printed and the torch columns say "missing".
 # Not a test: it prints numbers and asserts nothing about them.
@@ -20,6 +23,7 @@ set -f   # config values hold [ ] (shape=[8,32,32,64]): no globbing
 TGRAPH=${1:-build/tgraph}
 MIN_TIME=${BENCH_MIN_TIME:-1.0}
 THREADS=${BENCH_THREADS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 PYTHON=${PYTHON:-/usr/bin/python3}
 HERE=$(dirname "$0")
 TORCH_BENCH="$HERE/torch_bench.py"
@@ -70,6 +74,16 @@ percent() {
 
 sets() { for kv in $1; do printf ' --set %s' "$kv"; done; }
 
+# the median of the numbers among its arguments ("-" when there are none)
+median() {
+    printf '%s\n' "$@" | awk '/^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]+)?$/ { k = n + 0; v[k] = $1 + 0; s[k] = $1; n = k + 1 }
+        END { n += 0; if (n == 0) { print "-"; exit }
+              for (i = 1; i < n; i++) for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                  t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
+              if (n % 2) print s[(n - 1) / 2]; else printf "%.6g\n", (v[n / 2 - 1] + v[n / 2]) / 2 }'
+}
+case "$ROUNDS" in ''|*[!0-9]*|0) fail "BENCH_ROUNDS must be a positive integer, got '$ROUNDS'" ;; esac
+
 layer_rows=
 mem_rows=
 gemm_rows=
@@ -96,25 +110,35 @@ for line in $(printf '%s\n' "$CONFIGS" | tr ' ' '~'); do
         done
         continue
     fi
-    # shellcheck disable=SC2046
-    tg=$("$TGRAPH" bench "$layer" $(sets "$cfg") --threads "$THREADS" --min-time "$MIN_TIME") ||
-        { errors=1; tg=; }
-    th=missing
-    if [ $have_torch = yes ]; then
+    tgt_all=; tgi_all=; tgr_all=; tht_all=; thi_all=; thr_all=
+    round=0
+    while [ $round -lt "$ROUNDS" ]; do
+        round=$((round + 1))
         # shellcheck disable=SC2046
-        th=$("$PYTHON" "$TORCH_BENCH" "$layer" $(sets "$cfg") --threads "$THREADS" \
-             --min-time "$MIN_TIME") || { errors=1; th=; }
-    fi
+        tg=$("$TGRAPH" bench "$layer" $(sets "$cfg") --threads "$THREADS" --min-time "$MIN_TIME") ||
+            { errors=1; tg=; }
+        tgt_all="$tgt_all $(field "$tg" train_step_ms)"; tgi_all="$tgi_all $(field "$tg" infer_ms)"
+        tgr_all="$tgr_all $(field "$tg" peak_rss_mb)"
+        if [ $have_torch = yes ]; then
+            # shellcheck disable=SC2046
+            th=$("$PYTHON" "$TORCH_BENCH" "$layer" $(sets "$cfg") --threads "$THREADS" \
+                 --min-time "$MIN_TIME") || { errors=1; th=; }
+            tht_all="$tht_all $(field "$th" train_step_ms)"; thi_all="$thi_all $(field "$th" infer_ms)"
+            thr_all="$thr_all $(field "$th" peak_rss_mb)"
+        fi
+    done
     # and tgraph once more with linear outputs recomputed in backward (less memory)
     # shellcheck disable=SC2046
     tr=$("$TGRAPH" bench "$layer" $(sets "$cfg") --threads "$THREADS" --min-time "$MIN_TIME" \
          --recompute) || { errors=1; tr=; }
-    tgt=$(field "$tg" train_step_ms); tgi=$(field "$tg" infer_ms); tgr=$(field "$tg" peak_rss_mb)
+    # shellcheck disable=SC2086
+    { tgt=$(median $tgt_all); tgi=$(median $tgi_all); tgr=$(median $tgr_all); }
     trt=$(field "$tr" train_step_ms); trr=$(field "$tr" peak_rss_mb)
-    if [ "$th" = missing ]; then
+    if [ $have_torch = no ]; then
         tht=missing; thi=missing; thr=missing
     else
-        tht=$(field "$th" train_step_ms); thi=$(field "$th" infer_ms); thr=$(field "$th" peak_rss_mb)
+        # shellcheck disable=SC2086
+        { tht=$(median $tht_all); thi=$(median $thi_all); thr=$(median $thr_all); }
     fi
     layer_rows="$layer_rows| $name | $tgt | $tht | $(ratio "$tht" "$tgt") | $tgi | $thi | $(ratio "$thi" "$tgi") | $trt | $(ratio "$tht" "$trt") |
 "
@@ -124,7 +148,8 @@ for line in $(printf '%s\n' "$CONFIGS" | tr ' ' '~'); do
 done
 
 echo
-echo "threads $THREADS, min time $MIN_TIME s per measurement, medians; speedup = torch / tgraph"
+echo "threads $THREADS, min time $MIN_TIME s per measurement, medians; layers: the median of" \
+     "$ROUNDS alternating rounds per side (--recompute: one run); speedup = torch / tgraph"
 # other work on the machine skews both sides (PyTorch's OpenMP threads most): say how busy it was
 echo "load average before: ${load_before:-unknown}, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" \
      "($(getconf _NPROCESSORS_ONLN 2>/dev/null || echo '?') cores)"
