@@ -214,41 +214,7 @@ AVX2 static inline float hmax(v8f a)
 #define VM_TAIL(rem) tail_mask((rem) < 8 ? (rem) : 8)
 #define VM_LOAD(p, rem, m) ld((p), (rem), (m))
 #define VM_STORE(p, v, rem, m) st((p), (v), (rem), (m))
-#include "vec_math.h"
-#undef VM_ATTR
-#undef VM_SUF
-#undef VM_F
-#undef VM_I
-#undef VM_MASK
-#undef VM_TAILM
-#undef VM_LANES
-#undef VM_SET1
-#undef VM_ADD
-#undef VM_SUB
-#undef VM_MUL
-#undef VM_DIV
-#undef VM_MIN
-#undef VM_MAX
-#undef VM_FMA
-#undef VM_FNMA
-#undef VM_ROUND
-#undef VM_CVT
-#undef VM_ABS
-#undef VM_COPYSIGN
-#undef VM_ISET1
-#undef VM_IADD
-#undef VM_ISUB
-#undef VM_ISRA1
-#undef VM_BITS_F
-#undef VM_LT
-#undef VM_GT
-#undef VM_GE
-#undef VM_NAN
-#undef VM_BLEND
-#undef VM_ZERO_IF
-#undef VM_TAIL
-#undef VM_LOAD
-#undef VM_STORE
+#include "vec_math.h"   /* (it #undefs the VM_ macros) */
 
 /* AVX-512 instances, the same code 16 lanes wide: vexp16, ..., gelu_row16 */
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -289,41 +255,7 @@ AVX2 static inline float hmax(v8f a)
 #define VM_TAIL(rem) ((rem) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rem)) - 1))
 #define VM_LOAD(p, rem, m) _mm512_maskz_loadu_ps((m), (p))
 #define VM_STORE(p, v, rem, m) _mm512_mask_storeu_ps((p), (m), (v))
-#include "vec_math.h"
-#undef VM_ATTR
-#undef VM_SUF
-#undef VM_F
-#undef VM_I
-#undef VM_MASK
-#undef VM_TAILM
-#undef VM_LANES
-#undef VM_SET1
-#undef VM_ADD
-#undef VM_SUB
-#undef VM_MUL
-#undef VM_DIV
-#undef VM_MIN
-#undef VM_MAX
-#undef VM_FMA
-#undef VM_FNMA
-#undef VM_ROUND
-#undef VM_CVT
-#undef VM_ABS
-#undef VM_COPYSIGN
-#undef VM_ISET1
-#undef VM_IADD
-#undef VM_ISUB
-#undef VM_ISRA1
-#undef VM_BITS_F
-#undef VM_LT
-#undef VM_GT
-#undef VM_GE
-#undef VM_NAN
-#undef VM_BLEND
-#undef VM_ZERO_IF
-#undef VM_TAIL
-#undef VM_LOAD
-#undef VM_STORE
+#include "vec_math.h"   /* (it #undefs the VM_ macros) */
 
 #define FOR_LANES(i, n)                                                         \
     for (int64_t i = 0, rem_ = (n); rem_ > 0; i += 8, rem_ -= 8)

@@ -18,6 +18,7 @@
  *   rows             VM_TAIL(rem) a VM_TAILM of min(rem, VM_LANES) lanes
  *                    VM_LOAD(p, rem, m)  VM_STORE(p, v, rem, m)  (rem >= VM_LANES: whole)
  *
+ * and vec_math.h #undefs them all at its end, ready for the next width.
  * The same operations in the same order on every width, so AVX2 and
  * AVX-512 give the same bits lane for lane. The coefficients and the
  * methods are described at the top of ops/vec.c.
@@ -149,3 +150,39 @@ VM_ATTR static void VM_SUF(gelu_backward_row)(const float *x, const float *dy, f
         VM_STORE(dx + i, VM_ADD(base, VM_MUL(g, d)), rem, m);
     }
 }
+
+/* the parameters, undefined for the next instantiation */
+#undef VM_ATTR
+#undef VM_SUF
+#undef VM_F
+#undef VM_I
+#undef VM_MASK
+#undef VM_TAILM
+#undef VM_LANES
+#undef VM_SET1
+#undef VM_ADD
+#undef VM_SUB
+#undef VM_MUL
+#undef VM_DIV
+#undef VM_MIN
+#undef VM_MAX
+#undef VM_FMA
+#undef VM_FNMA
+#undef VM_ROUND
+#undef VM_CVT
+#undef VM_ABS
+#undef VM_COPYSIGN
+#undef VM_ISET1
+#undef VM_IADD
+#undef VM_ISUB
+#undef VM_ISRA1
+#undef VM_BITS_F
+#undef VM_LT
+#undef VM_GT
+#undef VM_GE
+#undef VM_NAN
+#undef VM_BLEND
+#undef VM_ZERO_IF
+#undef VM_TAIL
+#undef VM_LOAD
+#undef VM_STORE
