@@ -82,7 +82,7 @@ void tg__vec_log_softmax_row(const float *x, float *y, int64_t n);
 /* dx += dy - exp(y) * sum(dy) */
 void tg__vec_log_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n);
 
-/* C[M, N] = alpha * A B + beta * C (beta == 0: C not read) for short rows:
+/* (ops/vec_gemm.c) C[M, N] = alpha * A B + beta * C (beta == 0: C not read) for short rows:
  * A(i, p) = A[i * rs_a + p * cs_a], B row-major [K, N] (ldb), C row-major
  * (ldc). Plain FMA chains with no packing: for the fused attention's heads of
  * at most 64, where a packing GEMM spends more on set-up than on the product. */
