@@ -18,9 +18,9 @@
  *
  * Scratch: two rb x S blocks per slot (three with dropout: the backward
  * draws each row's keep factors once, for Pd and for dS), and for small heads
- * a max(E, D) x S block where K or V is transposed for a shallow product. The forward's items are (b, h, row
- * block), the backward's (b, h) (dK and dV of a head are summed over all its
- * rows); each is run by one of `slots` workers taking every slots-th item,
+ * a max(E, D) x S block where K or V is transposed for a shallow product.
+ * The forward's items are (b, h, row block), the backward's (b, h) (dK and dV
+ * of a head are summed over all its rows); each is run by one of `slots` workers taking every slots-th item,
  * and a slot owns its scratch, so no two threads share a block.
  */
 #ifdef TG_KERNELS
@@ -53,8 +53,9 @@ static void TG_F(sdpa_drop_row)(const sdpa_ctx *c, TG_T *p, int64_t row, int64_t
 /* C = alpha op(A) op(B) + beta C. Short heads (c->small: F32 with the vector
  * kernels) skip the packing GEMM: A B^T (Q K^T, dy V^T: depth contiguous in
  * both) as dot products, or, with a shallow depth (at most SDPA_SHALLOW) and
- * at least 8 columns, B transposed into bt first (the slot's [K, N] block)
- * and FMA rows, as the others (A or A^T times B). */
+ * N a multiple of 8 (whole vectors: no masked stores), B transposed into bt
+ * first (the slot's [K, N] block) and FMA rows, as the others (A or A^T
+ * times B). */
 static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                           TG_T alpha, const TG_T *A, int64_t lda, const TG_T *B, int64_t ldb,
                           TG_T beta, TG_T *C, int64_t ldc, TG_T *bt)
