@@ -918,7 +918,7 @@ static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid)
  * 308, 256x256x1792 256 -> 346; but 256x256x512 390 -> 320 (C has tiles
  * enough to share). On 1 thread a split costs 0-12% (two packings of B). */
 #define GEMM_KSPLIT_WANTED(M, N, K)                                  \
-    (((K) >= GEMM_KSPLIT_MIN_K && (M) * (N) <= GEMM_KSPLIT_MAX_C) ||     \
+    (((K) >= GEMM_KSPLIT_MIN_K && (M) * (N) <= GEMM_KSPLIT_MAX_C) ||  \
      ((K) >= GEMM_KSPLIT_TINY_K && (M) * (N) <= GEMM_KSPLIT_TINY_C))
 
 typedef struct TG_F(gemm_ksplit) {

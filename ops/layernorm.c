@@ -8,7 +8,8 @@
  * a second pass: partial sums over fixed blocks of rows in parallel, added up
  * in block order, so the sums do not depend on the thread count. F32 goes to
  * the AVX2 versions of the three loops (ops/vec.c) when tg__vec_on(); the
- * portable code below stays the reference (TG_NO_SIMD=1) and the F64 path. Not here: RMSNorm, batch/group norm.
+ * portable code below stays the reference (TG_NO_SIMD=1) and the F64 path.
+ * Not here: RMSNorm, batch/group norm.
  */
 #ifdef TG_KERNELS
 #include "generic.h"

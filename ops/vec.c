@@ -38,9 +38,39 @@
 #include <immintrin.h>
 #endif
 
-/* ---- the switch ---- */
+/* ---- the switches ----
+ * Each is decided on first use, from what the CPU has and an environment
+ * variable that turns it off (non-empty, not "0"), unless set before. */
 
-static atomic_int vec_mode = -1;   /* -1: not decided yet; 0: portable; 1: AVX2 */
+typedef struct vec_switch {
+    atomic_int  mode;               /* -1: not decided yet; 0: off; 1: on */
+    const char *env;                /* turns it off */
+    bool      (*supported)(void);   /* the CPU can */
+} vec_switch;
+
+static int switch_auto(const vec_switch *w)
+{
+    const char *env = getenv(w->env);
+    if (env && *env && strcmp(env, "0") != 0) return 0;
+    return w->supported();
+}
+
+static bool switch_on(vec_switch *w)
+{
+    int m = atomic_load_explicit(&w->mode, memory_order_relaxed);
+    if (m < 0) {
+        m = switch_auto(w);
+        atomic_store(&w->mode, m);
+    }
+    return m == 1;
+}
+
+static bool switch_set(vec_switch *w, int mode)
+{
+    if (mode == 1 && !w->supported()) return false;
+    atomic_store(&w->mode, mode == 0 ? 0 : mode == 1 ? 1 : switch_auto(w));
+    return true;
+}
 
 bool tg__vec_supported(void)
 {
@@ -53,32 +83,6 @@ bool tg__vec_supported(void)
 #endif
 }
 
-static int vec_auto(void)
-{
-    const char *env = getenv("TG_NO_SIMD");
-    if (env && *env && strcmp(env, "0") != 0) return 0;
-    return tg__vec_supported();
-}
-
-bool tg__vec_on(void)
-{
-    int m = atomic_load_explicit(&vec_mode, memory_order_relaxed);
-    if (m < 0) {
-        m = vec_auto();
-        atomic_store(&vec_mode, m);
-    }
-    return m == 1;
-}
-
-bool tg__vec_set(int mode)
-{
-    if (mode == 1 && !tg__vec_supported()) return false;
-    atomic_store(&vec_mode, mode == 0 ? 0 : mode == 1 ? 1 : vec_auto());
-    return true;
-}
-
-static atomic_int avx512_mode = -1;   /* -1: not decided yet; 0: off; 1: on */
-
 static bool avx512_supported(void)
 {
 #if TG_VEC
@@ -88,30 +92,13 @@ static bool avx512_supported(void)
 #endif
 }
 
-static int avx512_auto(void)
-{
-    const char *env = getenv("TG_NO_AVX512");
-    if (env && *env && strcmp(env, "0") != 0) return 0;
-    return avx512_supported();
-}
+static vec_switch vec_sw = {-1, "TG_NO_SIMD", tg__vec_supported};      /* the vector path */
+static vec_switch avx512_sw = {-1, "TG_NO_AVX512", avx512_supported};  /* AVX-512 on top */
 
-bool tg__vec_avx512_on(void)
-{
-    if (!tg__vec_on()) return false;
-    int m = atomic_load_explicit(&avx512_mode, memory_order_relaxed);
-    if (m < 0) {
-        m = avx512_auto();
-        atomic_store(&avx512_mode, m);
-    }
-    return m == 1;
-}
-
-bool tg__vec_set_avx512(int mode)
-{
-    if (mode == 1 && !avx512_supported()) return false;
-    atomic_store(&avx512_mode, mode == 0 ? 0 : mode == 1 ? 1 : avx512_auto());
-    return true;
-}
+bool tg__vec_on(void) { return switch_on(&vec_sw); }
+bool tg__vec_set(int mode) { return switch_set(&vec_sw, mode); }
+bool tg__vec_avx512_on(void) { return tg__vec_on() && switch_on(&avx512_sw); }
+bool tg__vec_set_avx512(int mode) { return switch_set(&avx512_sw, mode); }
 
 #if TG_VEC
 
