@@ -23,22 +23,28 @@ static void set_group_data(tg_graph *g, tg_node *r, void *data)
             g->nodes[j]->value.data = data;
 }
 
-/* Before n's backward: the values it reads that the plan recomputes
- * (TG_OP_RECOMPUTE) are made again, once per pass, in their backward buffer. */
-static tg_status recompute_inputs(tg_node *n)
+/* Make n's inputs that the plan recomputes (TG_OP_RECOMPUTE) again, once per
+ * pass, in their backward buffers, each after the recomputed values it reads
+ * in turn (a chain; the depth is bounded by the graph's). */
+static tg_status recompute_into(tg_graph *g, tg_node *n)
 {
-    tg_graph *g = n->graph;
-    if (n->op->flags & TG_OP_BWD_NO_INPUTS) return TG_OK;
     for (int k = 0; k < n->n_in; k++) {
         tg_node *r = tg__root_of(n->in[k]);
         if (!g->remat[r->id] || g->remat_done[r->id]) continue;
+        tg_status st = recompute_into(g, r);
+        if (st) return st;
         g->remat_fwd[r->id] = r->value.data;
         set_group_data(g, r, g->remat[r->id]);
         g->remat_done[r->id] = 1;
-        tg_status st = r->op->forward(r);
-        if (st) return tg__run_failed(r, "forward (recomputed for backward)", st);
+        if ((st = r->op->forward(r))) return tg__run_failed(r, "forward (recomputed for backward)", st);
     }
     return TG_OK;
+}
+
+/* Before n's backward: the values it reads that the plan recomputes. */
+static tg_status recompute_inputs(tg_node *n)
+{
+    return n->op->flags & TG_OP_BWD_NO_INPUTS ? TG_OK : recompute_into(n->graph, n);
 }
 
 /* After a backward pass: recomputed values point at the forward's buffers again. */

@@ -63,6 +63,17 @@ enum tg_op_flags {
      * tg_grad_fresh(n, k) is true, it sets every element of in[k]'s gradient
      * (as if adding to zeros) and the engine skips zeroing that buffer. */
     TG_OP_BWD_FRESH = 1u << 5,
+    /* With TG_OP_BWD_FRESH, for input 0: its gradient is elementwise in the
+     * node's gradient (element j read before element j of dx is written;
+     * GELU, dropout), so the two may share memory. The planner does that
+     * where this node's backward is the first to write input 0's gradient. */
+    TG_OP_BWD_DX_OVER_DY = 1u << 6,
+    /* With TG_OP_BWD_FRESH, for input 0: the backward reads input 0's value
+     * only before it writes any of input 0's gradient (linear: dW first),
+     * so with tg_graph_set_share_values, where this backward is the value's
+     * last reader and the gradient's first writer, the gradient takes the
+     * value's memory. */
+    TG_OP_BWD_DX_OVER_X = 1u << 7,
 };
 
 typedef struct tg_op {

@@ -18,8 +18,15 @@
  *   own backward; input leaves' gradients live to the end (users read them).
  * - recomputed values (TG_OP_RECOMPUTE, with share_values): the value lives
  *   [i, last forward consumer]; a second buffer, from the first backward that
- *   reads it to the last, takes the value the backward pass recomputes.
+ *   reads it (or recomputes a value from it) to the last, takes the value the
+ *   backward pass recomputes.
  * - saved buffers (n->buf): from the node's forward to the end.
+ * - gradients written in place: an elementwise backward (TG_OP_BWD_DX_OVER_DY)
+ *   that is the first writer of its input's gradient writes it over its own
+ *   gradient, and a linear's (TG_OP_BWD_DX_OVER_X) over its input's value
+ *   when it is that value's last reader: one buffer, lifetimes joined. In an
+ *   MLP's backward the recomputed GELU output, its gradient and the hidden
+ *   pre-activation's gradient are one buffer.
  * Offsets are assigned greedily, largest buffer first, at the lowest address
  * free over its lifetime (the approach of TFLite's and ggml's allocators).
  */
@@ -30,6 +37,9 @@
 #include "params.h"
 
 #define ALIGN 64
+/* Slots are numbered ("order") value 2i, gradient 2i + 1, saved buffer b
+ * 2N + 8i + b, recomputed value 2N + 8i + TG_NODE_MAX_BUFFERS: below ORDERS(N). */
+#define ORDERS(N) (10 * (N) + 8)
 
 typedef struct {
     size_t   size, offset;
@@ -136,9 +146,12 @@ tg_status tg_graph_plan(tg_graph *g)
     int64_t *rd_lo = tg__malloc(((size_t)N + 1) * sizeof *rd_lo);   /* readers' backward times */
     int64_t *rd_hi = tg__malloc(((size_t)N + 1) * sizeof *rd_hi);
     uint8_t *hold = tg__malloc((size_t)N + 1);   /* values never recomputed */
+    int *host = tg__malloc(((size_t)N + 1) * sizeof *host);
+    int64_t *ext = tg__malloc((size_t)ORDERS(N) * sizeof *ext);
     tg_status st = TG_OK;
     if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
-        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi || !hold)
+        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi || !hold ||
+        !host || !ext)
         goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */
@@ -151,11 +164,14 @@ tg_status tg_graph_plan(tg_graph *g)
     for (int i = 0; i < N; i++)
         for (int k = 0; k < g->nodes[i]->n_in; k++) consumers[g->nodes[i]->in[k]->id]++;
     /* Which values are recomputed in backward (remat_done marks them for now):
-     * cheap ops first, then (recompute on) linear outputs. A recomputed op's
-     * inputs are plain values, alive through its own backward, which runs
-     * after every reader's. `hold` marks values that stay: read after the
-     * forward through a view (kept, or an output), or inputs of a cheap
-     * recomputed op (that op is recomputed from them instead). */
+     * cheap ops first, then (recompute on) linear outputs. A cheap op may be
+     * recomputed from recomputed values (a chain: layer_norm, then a
+     * rearrange of it); an op whose backward reads no input (rearrange) only
+     * from recomputed values and leaves, so recomputing it never keeps a
+     * value alive longer. A linear is recomputed from plain values only.
+     * `hold` marks values that stay: read after the forward through a view
+     * (kept, or an output), or inputs of a cheap recomputed op (that op is
+     * recomputed from them instead). */
     for (int i = 0; i < N; i++) rd_lo[i] = END, rd_hi[i] = -1, g->remat_done[i] = 0;
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -169,8 +185,12 @@ tg_status tg_graph_plan(tg_graph *g)
             tg_node *n = g->nodes[i];
             unsigned f = n->op ? n->op->flags : 0;
             bool ok = n->kind == TG_NODE_OP && (f & want) && (f & TG_OP_BWD_NO_OUTPUT) &&
-                      !(f & (TG_OP_BWD_NO_INPUTS | TG_OP_VIEW)) && n->requires_grad && !hold[i];
-            for (int k = 0; ok && k < n->n_in; k++) ok = !g->remat_done[tg__root_of(n->in[k])->id];
+                      !(f & TG_OP_VIEW) && n->requires_grad && !hold[i];
+            for (int k = 0; ok && k < n->n_in; k++) {
+                const tg_node *r = tg__root_of(n->in[k]);
+                if (pass == 1) ok = !g->remat_done[r->id];
+                else if (f & TG_OP_BWD_NO_INPUTS) ok = g->remat_done[r->id] || r->kind != TG_NODE_OP;
+            }
             if (!ok) continue;
             g->remat_done[i] = 1;
             for (int k = 0; k < n->n_in; k++) hold[tg__root_of(n->in[k])->id] = 1;
@@ -200,32 +220,82 @@ tg_status tg_graph_plan(tg_graph *g)
             if (first_grad[a] < 0 || t < first_grad[a]) first_grad[a] = t;
         }
     }
+    /* A recomputed value is made at its first reader's backward (rd_lo) from
+     * its inputs, which must be there then: a plain input lives that long, a
+     * recomputed one is made first (readers before their inputs, so rd_lo is
+     * final when a node is reached). */
+    for (int i = N - 1; i >= 0; i--) {
+        if (!g->remat_done[i] || rd_hi[i] < 0) continue;
+        for (int k = 0; k < g->nodes[i]->n_in; k++) {
+            int a = tg__root_of(g->nodes[i]->in[k])->id;
+            if (!g->remat_done[a]) {
+                if (last_use[a] < rd_lo[i]) last_use[a] = rd_lo[i];
+                continue;
+            }
+            if (rd_lo[i] < rd_lo[a]) rd_lo[a] = rd_lo[i];
+            if (rd_lo[i] > rd_hi[a]) rd_hi[a] = rd_lo[i];
+        }
+    }
+
+    /* Gradients that share a buffer (TG_OP_BWD_DX_OVER_DY / _OVER_X): host[a]
+     * is the order of the slot holding a's gradient (-1: its own), and
+     * ext[order] how far a hosted gradient stretches that slot's lifetime.
+     * Backward order (n before its inputs), so chains resolve to one slot. */
+    for (int o = 0; o < ORDERS(N); o++) ext[o] = -1;
+    for (int i = 0; i < N; i++) host[i] = -1;
+    for (int i = N - 1; i >= 0; i--) {
+        tg_node *n = g->nodes[i];
+        unsigned f = n->kind == TG_NODE_OP ? n->op->flags : 0;
+        if (!g->grad_enabled || !n->requires_grad || tg__is_view(n) || !(f & TG_OP_BWD_FRESH) ||
+            !(f & (TG_OP_BWD_DX_OVER_DY | TG_OP_BWD_DX_OVER_X)))
+            continue;
+        const int64_t t = 2 * (int64_t)N - i;
+        tg_node *r = tg__root_of(n->in[0]);
+        const int a = r->id;
+        /* n must set a's gradient: its first writer, with a only as input 0 */
+        bool ok = r->kind == TG_NODE_OP && r->requires_grad && first_grad[a] == t;
+        for (int k = 1; ok && k < n->n_in; k++) ok = tg__root_of(n->in[k]) != r;
+        if (!ok) continue;
+        if (f & TG_OP_BWD_DX_OVER_DY) {
+            if (r->grad.numel != n->grad.numel || r->grad.dtype != n->grad.dtype) continue;
+            host[a] = host[i] >= 0 ? host[i] : 2 * i + 1;
+        } else if (g->share_values && g->remat_done[a] && rd_hi[a] == t) {
+            host[a] = 2 * N + a * 8 + TG_NODE_MAX_BUFFERS;   /* the recomputed value's */
+        } else if (g->share_values && !g->remat_done[a] && last_use[a] == t) {
+            host[a] = 2 * a;   /* the value's */
+        } else {
+            continue;
+        }
+        const int64_t dies = 2 * (int64_t)N - a;
+        if (ext[host[a]] < dies) ext[host[a]] = dies;
+    }
 
     int ns = 0;
+#define ADD_SLOT(bytes_, t0_, t1_, order_, target_)                                     \
+    slots[ns++] = (slot){(bytes_), 0, (t0_), ext[order_] > (t1_) ? ext[order_] : (t1_), \
+                         (order_), (target_)}
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
         if (n->kind == TG_NODE_OP && !tg__is_view(n))
-            slots[ns++] = (slot){aligned_bytes(&n->value), 0, i, last_use[i], 2 * i,
-                                 &n->value.data};
-        if (n->requires_grad && n->kind != TG_NODE_PARAM && !tg__is_view(n)) {
+            ADD_SLOT(aligned_bytes(&n->value), i, last_use[i], 2 * i, &n->value.data);
+        if (n->requires_grad && n->kind != TG_NODE_PARAM && !tg__is_view(n) && host[i] < 0) {
             int64_t born = first_grad[i] >= 0 ? first_grad[i] : N;
             if (born > N && consumers[i] == 0) born = N;
             int64_t dies = n->kind == TG_NODE_INPUT ? END : 2 * (int64_t)N - i;
             if (n->kind == TG_NODE_INPUT) born = N;
             if (born > dies) born = dies;
-            slots[ns++] = (slot){aligned_bytes(&n->grad), 0, born, dies, 2 * i + 1,
-                                 &n->grad.data};
-        } else if (n->kind != TG_NODE_PARAM && !tg__is_view(n)) {
+            ADD_SLOT(aligned_bytes(&n->grad), born, dies, 2 * i + 1, &n->grad.data);
+        } else if (n->kind != TG_NODE_PARAM && !tg__is_view(n) && host[i] < 0) {
             n->grad.data = NULL;
         }
         for (int b = 0; b < n->n_buf; b++)
-            slots[ns++] = (slot){aligned_bytes(&n->buf[b]), 0, i, END, 2 * N + i * 8 + b,
-                                 &n->buf[b].data};
+            ADD_SLOT(aligned_bytes(&n->buf[b]), i, END, 2 * N + i * 8 + b, &n->buf[b].data);
         if (g->remat_done[i] && rd_hi[i] >= 0)
-            slots[ns++] = (slot){aligned_bytes(&n->value), 0, rd_lo[i], rd_hi[i],
-                                 2 * N + i * 8 + TG_NODE_MAX_BUFFERS, &g->remat[i]};
+            ADD_SLOT(aligned_bytes(&n->value), rd_lo[i], rd_hi[i],
+                     2 * N + i * 8 + TG_NODE_MAX_BUFFERS, &g->remat[i]);
         g->remat_done[i] = 0;
     }
+#undef ADD_SLOT
     size_t bytes = place(slots, ns, tmp), scratch = 0;
     for (int i = 0; i < N; i++)
         if (g->nodes[i]->scratch > scratch) scratch = g->nodes[i]->scratch;
@@ -233,7 +303,12 @@ tg_status tg_graph_plan(tg_graph *g)
     g->scratch = tg__malloc_aligned(scratch ? scratch : ALIGN);
     if (!g->block || !g->scratch) goto oom;
     memset(g->block, 0, bytes);
-    for (int i = 0; i < ns; i++) *slots[i].target = (unsigned char *)g->block + slots[i].offset;
+    for (int i = 0; i < ns; i++) {
+        *slots[i].target = (unsigned char *)g->block + slots[i].offset;
+        ext[slots[i].order] = (int64_t)slots[i].offset;   /* now: where each slot went */
+    }
+    for (int i = 0; i < N; i++)
+        if (host[i] >= 0) g->nodes[i]->grad.data = (unsigned char *)g->block + ext[host[i]];
     /* views alias their root */
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -257,6 +332,8 @@ done:
     tg__free(rd_lo);
     tg__free(rd_hi);
     tg__free(hold);
+    tg__free(host);
+    tg__free(ext);
     return st;
 }
 

@@ -150,7 +150,7 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
                                  .backward = drop_backward, .describe = drop_describe,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                          TG_OP_BWD_FRESH};
+                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
 
 tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
 {

@@ -387,10 +387,11 @@ static void einops_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_rearrange = {.name = "rearrange", .forward = rearrange_forward,
                                    .backward = rearrange_backward, .describe = einops_describe,
                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                            TG_OP_BWD_FRESH};
+                                            TG_OP_BWD_FRESH | TG_OP_RECOMPUTE};
 static const tg_op op_repeat = {.name = "repeat", .forward = rearrange_forward,
                                 .backward = repeat_backward, .describe = einops_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                         TG_OP_RECOMPUTE};
 static const tg_op op_reduce = {.name = "reduce", .forward = reduce_forward,
                                 .backward = reduce_backward, .describe = einops_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};

@@ -99,22 +99,24 @@ static void bias_grad(tg_node *n)
 }
 
 /* backward, from Y = X W^T + b:
- *   dX[M, in]  += dY[M, out] . W[out, in]
  *   dW[out, in] += dY^T[out, M] . X[M, in]
- *   db[out]     += sum over rows of dY */
+ *   db[out]     += sum over rows of dY
+ *   dX[M, in]  += dY[M, out] . W[out, in]
+ * in that order: X is not read once dX is being written, so the plan may put
+ * dX in X's memory (TG_OP_BWD_DX_OVER_X). */
 static tg_status linear_backward(tg_node *n)
 {
     const linear_attr *a = n->attr;
     tg_dtype dt = n->value.dtype;
     tg_node *x = n->in[0], *w = n->in[1];
-    if (x->requires_grad)   /* set rather than added to when this is its first writer */
-        tg_gemm_batched(dt, false, false, 1, a->M, a->in, a->out, 1.0, n->grad.data, a->out, 0,
-                        w->value.data, a->in, 0, tg_grad_fresh(n, 0) ? 0.0 : 1.0, x->grad.data,
-                        a->in, 0);
     if (w->requires_grad)
         tg_gemm_batched(dt, true, false, 1, a->out, a->in, a->M, 1.0, n->grad.data, a->out, 0,
                         x->value.data, a->in, 0, 1.0, w->grad.data, a->in, 0);
     if (n->n_in == 3 && n->in[2]->requires_grad) bias_grad(n);
+    if (x->requires_grad)   /* set rather than added to when this is its first writer */
+        tg_gemm_batched(dt, false, false, 1, a->M, a->in, a->out, 1.0, n->grad.data, a->out, 0,
+                        w->value.data, a->in, 0, tg_grad_fresh(n, 0) ? 0.0 : 1.0, x->grad.data,
+                        a->in, 0);
     return TG_OK;
 }
 
@@ -128,7 +130,7 @@ static void linear_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY |
-                                         TG_OP_BWD_FRESH};
+                                         TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_X};
 
 tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
 {

@@ -609,6 +609,154 @@ Test(planner, recomputed_values_same_bits_less_memory)
     for (int mode = 0; mode < 3; mode++) free(grads[mode]);
 }
 
+/* y = fc2(gelu(fc1(x))), x [T, d], hidden [T, H]; parameters from ps */
+static tg_node *mlp_net(tg_graph *g, tg_params *ps, tg_node *x, int64_t d, int64_t H)
+{
+    tg_node *w1 = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){H, d}, "w1"));
+    tg_node *w2 = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){d, H}, "w2"));
+    return tg_linear(g, tg_gelu(g, tg_linear(g, x, w1, NULL), TG_GELU_NONE), w2, NULL);
+}
+
+/* TG_OP_BWD_DX_OVER_X (linear) and _OVER_DY (GELU): in an MLP's backward the
+ * recomputed GELU output, its gradient and the pre-activation's gradient
+ * are one [T, H] buffer, so with the pre-activation that is two, not four;
+ * and the gradients are the bits of the default plan (where the value
+ * stays): a linear that wrote dX before reading X for dW would differ. */
+Test(planner, mlp_backward_gradients_take_dead_memory)
+{
+    const int64_t T = 64, d = 8, H = 256;
+    size_t bytes[2];
+    float *grads[2];
+    int64_t total = 0;
+    for (int share = 0; share < 2; share++) {
+        tg_rng r;
+        tg_rng_seed(&r, 7);
+        tg_params *ps = tg_params_new(TG_F32);
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_graph_set_share_values(g, share);
+        tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
+        cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+        tg_node *y = mlp_net(g, ps, x, d, H);
+        cr_assert_not_null(y, "%s", tg_graph_error(g));
+        for (int i = 0; i < tg_params_count(ps); i++)
+            tt_randn(&tg_params_at(ps, i)->value, 10 + (uint64_t)i);
+        tt_randn((tg_tensor *)tg_node_value(x), 5);
+        tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
+        tt_randn(dy, 6);
+        for (int rep = 0; rep < 2; rep++) {
+            tg_params_zero_grad(ps);
+            cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+            cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+        }
+        bytes[share] = tg_graph_planned_bytes(g);
+        total = T * d;
+        for (int i = 0; i < tg_params_count(ps); i++) total += tg_params_at(ps, i)->grad.numel;
+        grads[share] = malloc((size_t)total * sizeof(float));
+        memcpy(grads[share], tg_node_grad(x)->data, (size_t)(T * d) * sizeof(float));
+        int64_t at = T * d;
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            const tg_tensor *gr = &tg_params_at(ps, i)->grad;
+            memcpy(grads[share] + at, gr->data, (size_t)gr->numel * sizeof(float));
+            at += gr->numel;
+        }
+        tg_tensor_free(dy);
+        tg_graph_free(g);
+        tg_params_free(ps);
+    }
+    cr_expect(memcmp(grads[0], grads[1], (size_t)total * sizeof(float)) == 0,
+              "shared plan: gradients differ from the default plan");
+    /* the peak: pre-activation + one shared hidden buffer + y and its
+     * gradient, the fc2 scratch aside; three hidden buffers would be 192 KiB */
+    const size_t th = (size_t)(T * H) * sizeof(float), td = (size_t)(T * d) * sizeof(float);
+    cr_expect_leq(bytes[1], 2 * th + 4 * td + 4096, "shared plan %zu bytes (a [T, H] is %zu)",
+                  bytes[1], th);
+    for (int share = 0; share < 2; share++) free(grads[share]);
+}
+
+/* TG_OP_BWD_DX_OVER_DY on a chain of dropouts: each backward writes its
+ * input's gradient over its own, so the backward holds one [n] gradient for
+ * the chain beside x's, and x's gradient is the product of the masks (x = 1:
+ * each element 0 or 2^depth, summing to the loss). */
+Test(planner, elementwise_chain_shares_one_gradient)
+{
+    const int64_t n = 4096;
+    const int depth = 6;
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_graph_set_training(g, true);
+    tg_node *x = tg_input(g, "x", TG_F32, 1, &n);
+    cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+    tg_node *h = x;
+    for (int i = 0; i < depth; i++) h = tg_dropout(g, h, 0.5);
+    tg_node *y = tg_sum(g, h, NULL, 0, false);
+    cr_assert_not_null(y, "%s", tg_graph_error(g));
+    tg_tensor *xv = (tg_tensor *)tg_node_value(x);
+    for (int64_t i = 0; i < n; i++) ((float *)xv->data)[i] = 1;
+    cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_graph_backward(g, y, NULL), TG_OK, "%s", tg_last_error());
+    const float *dx = tg_node_grad(x)->data;
+    double sum = 0;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        cr_assert(dx[i] == 0 || dx[i] == 64, "dx[%lld] = %g", (long long)i, dx[i]);
+        sum += dx[i];
+        kept += dx[i] != 0;
+    }
+    cr_expect_eq(sum, tg_tensor_get(tg_node_value(y), 0));
+    cr_expect(kept > 20 && kept < 150, "%lld of %lld kept (expected about 64)", (long long)kept,
+              (long long)n);
+    /* default plan: the values stay (n each); gradients: x's and one shared */
+    const size_t one = (size_t)n * sizeof(float);
+    cr_expect_leq(tg_graph_planned_bytes(g), (size_t)(depth + 2) * one + 4096,
+                  "planned %zu bytes, one [n] is %zu", tg_graph_planned_bytes(g), one);
+    tg_graph_free(g);
+}
+
+/* A recomputed chain (TG_OP_RECOMPUTE): rearrange(layer_norm(x)) feeding a
+ * linear is made again, from x, for the linear's backward rather than kept
+ * through the MLP's backward after it: the plan is that of the same net
+ * without the rearrange (layer_norm alone is recomputed), and the gradients
+ * are the default plan's bits. */
+Test(planner, recomputed_chain_is_not_kept)
+{
+    const int64_t T = 64, d = 32, H = 128;
+    size_t bytes[2][2];
+    float *gx[2][2];
+    for (int perm = 0; perm < 2; perm++)
+        for (int share = 0; share < 2; share++) {
+            tg_params *ps = tg_params_new(TG_F32);
+            tg_graph *g = tg_graph_new(TG_F32);
+            tg_graph_set_share_values(g, share);
+            tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
+            cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+            tg_node *h = tg_layer_norm(g, x, 1, &d, NULL, NULL, 1e-5);
+            if (perm)
+                h = tg_rearrange(g, h, "(a b) d -> (b a) d", 1, (tg_axis_len[]){{"a", 8}});
+            tg_node *w0 = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){d, d}, "w0"));
+            tg_node *y = mlp_net(g, ps, tg_linear(g, h, w0, NULL), d, H);
+            cr_assert_not_null(y, "%s", tg_graph_error(g));
+            for (int i = 0; i < tg_params_count(ps); i++)
+                tt_randn(&tg_params_at(ps, i)->value, 20 + (uint64_t)i);
+            tt_randn((tg_tensor *)tg_node_value(x), 5);
+            tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
+            tt_randn(dy, 6);
+            cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+            cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+            bytes[perm][share] = tg_graph_planned_bytes(g);
+            gx[perm][share] = malloc((size_t)(T * d) * sizeof(float));
+            memcpy(gx[perm][share], tg_node_grad(x)->data, (size_t)(T * d) * sizeof(float));
+            tg_tensor_free(dy);
+            tg_graph_free(g);
+            tg_params_free(ps);
+        }
+    for (int perm = 0; perm < 2; perm++) {
+        cr_expect(memcmp(gx[perm][0], gx[perm][1], (size_t)(T * d) * sizeof(float)) == 0,
+                  "perm %d: shared plan's gradient differs", perm);
+        for (int share = 0; share < 2; share++) free(gx[perm][share]);
+    }
+    cr_expect_eq(bytes[1][1], bytes[0][1], "with the rearrange %zu bytes, without %zu",
+                 bytes[1][1], bytes[0][1]);
+}
+
 /* tg_graph_set_profile: per op name, in order of first appearance, with its
  * node count; every op's forward and backward took some time; off means
  * zeros; a short output array still gets the full count back. */
