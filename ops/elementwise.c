@@ -303,21 +303,23 @@ static uint64_t relu_kinks(const tg_node *n)
     return h;
 }
 
+/* every unary backward reads dy[i] before it writes dx[i]: TG_OP_BWD_DX_OVER_DY */
 #define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
-                     .flags = TG_OP_BWD_FRESH}
+                     .flags = TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY}
 static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
                                .backward = unary_backward, .describe = scale_describe,
                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                        TG_OP_BWD_FRESH};
+                                        TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
 static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                      TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
 static const tg_op op_exp = UNARY_OP(exp);
 static const tg_op op_log = UNARY_OP(log);
 static const tg_op op_sqrt = UNARY_OP(sqrt);
 static const tg_op op_square = UNARY_OP(square);
 static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
                               .backward = unary_backward, .kinks = relu_kinks,
-                              .flags = TG_OP_BWD_FRESH};
+                              .flags = TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
 
 static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
 {

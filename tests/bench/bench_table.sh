@@ -69,7 +69,7 @@ ratio() {
 
 percent() {
     awk -v a="$1" -v b="$2" 'BEGIN { num = "^[0-9]*[.]?[0-9]+([eE][-+]?[0-9]+)?$"
-        if (a ~ num && b ~ num && b + 0 > 0) printf "%.0f%%", 100 * a / b; else print "-" }'
+        if (a ~ num && b ~ num && b + 0 > 0) printf "%.1f%%", 100 * a / b; else print "-" }'
 }
 
 sets() { for kv in $1; do printf ' --set %s' "$kv"; done; }
