@@ -74,6 +74,12 @@ enum tg_op_flags {
      * last reader and the gradient's first writer, the gradient takes the
      * value's memory. */
     TG_OP_BWD_DX_OVER_X = 1u << 7,
+    /* Elementwise forward: element j of the output depends on element j of
+     * each input only, read before element j of the output is written, and
+     * input 0 has the output's element count. Where input 0's value is read
+     * by nothing after this forward (forward-only graphs, or with
+     * tg_graph_set_share_values), the planner puts the output in its memory. */
+    TG_OP_FWD_INPLACE = 1u << 8,
 };
 
 typedef struct tg_op {

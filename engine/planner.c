@@ -21,6 +21,9 @@
  *   reads it (or recomputes a value from it) to the last, takes the value the
  *   backward pass recomputes.
  * - saved buffers (n->buf): from the node's forward to the end.
+ * - values written in place: an elementwise forward (TG_OP_FWD_INPLACE)
+ *   writes over input 0's value when nothing reads that value later (GELU of
+ *   a linear's output in inference, an eval-mode dropout: then no copy).
  * - gradients written in place: an elementwise backward (TG_OP_BWD_DX_OVER_DY)
  *   that is the first writer of its input's gradient writes it over its own
  *   gradient, and a linear's (TG_OP_BWD_DX_OVER_X) over its input's value
@@ -147,11 +150,12 @@ tg_status tg_graph_plan(tg_graph *g)
     int64_t *rd_hi = tg__malloc(((size_t)N + 1) * sizeof *rd_hi);
     uint8_t *hold = tg__malloc((size_t)N + 1);   /* values never recomputed */
     int *host = tg__malloc(((size_t)N + 1) * sizeof *host);
+    int *vhost = tg__malloc(((size_t)N + 1) * sizeof *vhost);
     int64_t *ext = tg__malloc((size_t)ORDERS(N) * sizeof *ext);
     tg_status st = TG_OK;
     if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
         !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi || !hold ||
-        !host || !ext)
+        !host || !vhost || !ext)
         goto oom;
 
     /* lifetimes per alias group, recorded on the group's root */
@@ -237,11 +241,30 @@ tg_status tg_graph_plan(tg_graph *g)
         }
     }
 
-    /* Gradients that share a buffer (TG_OP_BWD_DX_OVER_DY / _OVER_X): host[a]
-     * is the order of the slot holding a's gradient (-1: its own), and
-     * ext[order] how far a hosted gradient stretches that slot's lifetime.
-     * Backward order (n before its inputs), so chains resolve to one slot. */
+    /* Values written in place (TG_OP_FWD_INPLACE), where input 0's value is
+     * read by nothing after this forward: vhost[i] is the order of the slot
+     * holding i's value (-1: its own), and ext[order] how far a hosted value
+     * (or gradient, below) stretches that slot's lifetime. Forward order, so
+     * chains (gelu, then dropout) resolve to one slot. */
     for (int o = 0; o < ORDERS(N); o++) ext[o] = -1;
+    for (int i = 0; i < N; i++) {
+        tg_node *n = g->nodes[i];
+        vhost[i] = -1;
+        if (n->kind != TG_NODE_OP || !(n->op->flags & TG_OP_FWD_INPLACE) || tg__is_view(n) ||
+            !lean)
+            continue;
+        const tg_node *r = tg__root_of(n->in[0]);
+        const int a = r->id;
+        if (r->kind != TG_NODE_OP || last_use[a] != i || r->value.numel != n->value.numel ||
+            r->value.dtype != n->value.dtype)
+            continue;
+        vhost[i] = vhost[a] >= 0 ? vhost[a] : 2 * a;
+        if (ext[vhost[i]] < last_use[i]) ext[vhost[i]] = last_use[i];
+    }
+
+    /* Gradients that share a buffer (TG_OP_BWD_DX_OVER_DY / _OVER_X): host[a]
+     * is the order of the slot holding a's gradient (-1: its own). Backward
+     * order (n before its inputs), so chains resolve to one slot. */
     for (int i = 0; i < N; i++) host[i] = -1;
     for (int i = N - 1; i >= 0; i--) {
         tg_node *n = g->nodes[i];
@@ -262,7 +285,7 @@ tg_status tg_graph_plan(tg_graph *g)
         } else if (g->share_values && g->remat_done[a] && rd_hi[a] == t) {
             host[a] = 2 * N + a * 8 + TG_NODE_MAX_BUFFERS;   /* the recomputed value's */
         } else if (g->share_values && !g->remat_done[a] && last_use[a] == t) {
-            host[a] = 2 * a;   /* the value's */
+            host[a] = vhost[a] >= 0 ? vhost[a] : 2 * a;   /* the value's */
         } else {
             continue;
         }
@@ -276,7 +299,7 @@ tg_status tg_graph_plan(tg_graph *g)
                          (order_), (target_)}
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
-        if (n->kind == TG_NODE_OP && !tg__is_view(n))
+        if (n->kind == TG_NODE_OP && !tg__is_view(n) && vhost[i] < 0)
             ADD_SLOT(aligned_bytes(&n->value), i, last_use[i], 2 * i, &n->value.data);
         if (n->requires_grad && n->kind != TG_NODE_PARAM && !tg__is_view(n) && host[i] < 0) {
             int64_t born = first_grad[i] >= 0 ? first_grad[i] : N;
@@ -307,8 +330,10 @@ tg_status tg_graph_plan(tg_graph *g)
         *slots[i].target = (unsigned char *)g->block + slots[i].offset;
         ext[slots[i].order] = (int64_t)slots[i].offset;   /* now: where each slot went */
     }
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
+        if (vhost[i] >= 0) g->nodes[i]->value.data = (unsigned char *)g->block + ext[vhost[i]];
         if (host[i] >= 0) g->nodes[i]->grad.data = (unsigned char *)g->block + ext[host[i]];
+    }
     /* views alias their root */
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -333,6 +358,7 @@ done:
     tg__free(rd_hi);
     tg__free(hold);
     tg__free(host);
+    tg__free(vhost);
     tg__free(ext);
     return st;
 }

@@ -151,7 +151,7 @@ static void gelu_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_gelu = {.name = "gelu", .forward = gelu_forward,
                               .backward = gelu_backward, .describe = gelu_describe,
                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE | TG_OP_BWD_FRESH |
-                                       TG_OP_BWD_DX_OVER_DY};
+                                       TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE};
 
 tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx)
 {

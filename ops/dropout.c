@@ -38,8 +38,8 @@ static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int
     }
 #endif
     switch (c->mode) {
-    case DROP_COPY:
-        for (int64_t i = begin; i < end; i++) y[i] = x[i];
+    case DROP_COPY:   /* nothing to do when the plan put y in x's memory */
+        if (y != x) memcpy(y + begin, x + begin, (size_t)(end - begin) * sizeof *y);
         break;
     case DROP_ZERO:
         for (int64_t i = begin; i < end; i++) y[i] = x[i] * (TG_T)0;
@@ -150,7 +150,8 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
                                  .backward = drop_backward, .describe = drop_describe,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
+                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY |
+                                          TG_OP_FWD_INPLACE};
 
 tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
 {

@@ -239,15 +239,19 @@ static tg_status binary_backward(tg_node *n)
     return TG_OK;
 }
 
-/* add and sub: dx = dy, no value read; mul reads its inputs */
+/* add and sub: dx = dy, no value read; mul reads its inputs. Each output
+ * element reads the same element of a (whose shape it has when the planner
+ * writes in place) before it is written: TG_OP_FWD_INPLACE. */
+#define BIN_FLAGS (TG_OP_BWD_FRESH | TG_OP_FWD_INPLACE)
 static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
 static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | TG_OP_BWD_FRESH};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
 static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_FRESH};
+                             .flags = TG_OP_BWD_NO_OUTPUT | BIN_FLAGS};
 static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_FRESH};
+                             .flags = BIN_FLAGS};
+#undef BIN_FLAGS
 
 static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
 {
@@ -303,23 +307,25 @@ static uint64_t relu_kinks(const tg_node *n)
     return h;
 }
 
-/* every unary backward reads dy[i] before it writes dx[i]: TG_OP_BWD_DX_OVER_DY */
+/* Every unary op reads element i before it writes element i, forward (x[i]
+ * for y[i]) and backward (dy[i] for dx[i]): the planner may write either in
+ * place (TG_OP_FWD_INPLACE, TG_OP_BWD_DX_OVER_DY). */
+#define UN_FLAGS (TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE)
 #define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
-                     .flags = TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY}
+                     .flags = UN_FLAGS}
 static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
                                .backward = unary_backward, .describe = scale_describe,
-                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                        TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
 static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                      TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
 static const tg_op op_exp = UNARY_OP(exp);
 static const tg_op op_log = UNARY_OP(log);
 static const tg_op op_sqrt = UNARY_OP(sqrt);
 static const tg_op op_square = UNARY_OP(square);
 static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
-                              .backward = unary_backward, .kinks = relu_kinks,
-                              .flags = TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY};
+                              .backward = unary_backward, .kinks = relu_kinks, .flags = UN_FLAGS};
+#undef UNARY_OP
+#undef UN_FLAGS
 
 static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
 {

@@ -713,6 +713,43 @@ Test(planner, elementwise_chain_shares_one_gradient)
     tg_graph_free(g);
 }
 
+/* TG_OP_FWD_INPLACE: without gradients, an elementwise chain on a linear's
+ * output (GELU, an eval-mode dropout, scale, relu, a residual add) runs in
+ * that output's memory, one [T, H] buffer instead of two; the result is the
+ * bits of the default training plan, where every value has its own. */
+Test(planner, forward_only_elementwise_chain_in_place)
+{
+    const int64_t T = 64, d = 16, H = 256;
+    size_t bytes[2];
+    float *out[2];
+    for (int lean = 0; lean < 2; lean++) {
+        tg_params *ps = tg_params_new(TG_F32);
+        tg_graph *g = tg_graph_new(TG_F32);
+        tg_graph_set_grad_enabled(g, !lean);
+        tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
+        tg_node *w = tg_param_node(g, tg_params_addf(ps, 2, (int64_t[]){H, d}, "w"));
+        tg_node *h = tg_linear(g, x, w, NULL);
+        tg_node *f = tg_relu(g, tg_scale(g, tg_dropout(g, tg_gelu(g, h, TG_GELU_TANH), 0.3), -2));
+        tg_node *y = tg_add(g, f, tg_linear(g, x, w, NULL));
+        cr_assert_not_null(y, "%s", tg_graph_error(g));
+        tt_randn(&tg_params_at(ps, 0)->value, 3);
+        tt_randn((tg_tensor *)tg_node_value(x), 4);
+        cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+        bytes[lean] = tg_graph_planned_bytes(g);
+        out[lean] = malloc((size_t)(T * H) * sizeof(float));
+        memcpy(out[lean], tg_node_value(y)->data, (size_t)(T * H) * sizeof(float));
+        tg_graph_free(g);
+        tg_params_free(ps);
+    }
+    cr_expect(memcmp(out[0], out[1], (size_t)(T * H) * sizeof(float)) == 0,
+              "in-place forward differs from the default plan");
+    /* the chain's buffer and the second linear's output, which the add reads */
+    const size_t th = (size_t)(T * H) * sizeof(float);
+    cr_expect_leq(bytes[1], 2 * th + 4096, "forward-only plan %zu bytes, a [T, H] is %zu",
+                  bytes[1], th);
+    for (int lean = 0; lean < 2; lean++) free(out[lean]);
+}
+
 /* A recomputed chain (TG_OP_RECOMPUTE): rearrange(layer_norm(x)) feeding a
  * linear is made again, from x, for the linear's backward rather than kept
  * through the MLP's backward after it: the plan is that of the same net
