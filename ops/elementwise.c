@@ -22,40 +22,46 @@ static void TG_F(binary_flat_range)(void *vctx, int64_t begin, int64_t end, int 
     (void)tid;
     if (!c->backward) {
         TG_T *y = c->n->value.data;
-        switch (c->kind) {
-        case 0: for (int64_t i = begin; i < end; i++) y[i] = A[i] + B[i]; break;
-        case 1: for (int64_t i = begin; i < end; i++) y[i] = A[i] - B[i]; break;
-        case 2: for (int64_t i = begin; i < end; i++) y[i] = A[i] * B[i]; break;
-        default: for (int64_t i = begin; i < end; i++) y[i] = A[i] / B[i]; break;
+        /* In place (y over a: TG_OP_FWD_INPLACE), a and y are spelled as one
+         * pointer: two that overlap fail the compiler's run-time alias check
+         * and would take its scalar loop. */
+#define BIN_LOOPS(A_)                                                              \
+        switch (c->kind) {                                                         \
+        case 0: for (int64_t i = begin; i < end; i++) y[i] = A_[i] + B[i]; break;  \
+        case 1: for (int64_t i = begin; i < end; i++) y[i] = A_[i] - B[i]; break;  \
+        case 2: for (int64_t i = begin; i < end; i++) y[i] = A_[i] * B[i]; break;  \
+        default: for (int64_t i = begin; i < end; i++) y[i] = A_[i] / B[i]; break; \
         }
+        if (y == A) BIN_LOOPS(y) else BIN_LOOPS(A)
+#undef BIN_LOOPS
         return;
     }
     const TG_T *g = c->n->grad.data;
     TG_T *ga = c->n->in[0]->requires_grad ? c->n->in[0]->grad.data : NULL;
     TG_T *gb = c->n->in[1]->requires_grad ? c->n->in[1]->grad.data : NULL;
-    const bool fa = c->fa, fb = c->fb;
+    /* D[i] = 0 + v (fresh: D not read) or D[i] + v, the test outside the
+     * loop so that each loop vectorises */
+#define ACC(D, fresh, v)                                                   \
+    do {                                                                   \
+        if (fresh) for (int64_t i = begin; i < end; i++) D[i] = 0 + (v);   \
+        else for (int64_t i = begin; i < end; i++) D[i] = D[i] + (v);      \
+    } while (0)
     if (ga) {
         switch (c->kind) {
-        case 0: case 1:
-            for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i];
-            break;
-        case 2: for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] * B[i]; break;
-        default:
-            for (int64_t i = begin; i < end; i++) ga[i] = (fa ? 0 : ga[i]) + g[i] / B[i];
-            break;
+        case 0: case 1: ACC(ga, c->fa, g[i]); break;
+        case 2: ACC(ga, c->fa, g[i] * B[i]); break;
+        default: ACC(ga, c->fa, g[i] / B[i]); break;
         }
     }
     if (gb) {
         switch (c->kind) {
-        case 0: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + g[i]; break;
-        case 1: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + -g[i]; break;
-        case 2: for (int64_t i = begin; i < end; i++) gb[i] = (fb ? 0 : gb[i]) + g[i] * A[i]; break;
-        default:
-            for (int64_t i = begin; i < end; i++)
-                gb[i] = (fb ? 0 : gb[i]) + -(g[i] * A[i] / (B[i] * B[i]));
-            break;
+        case 0: ACC(gb, c->fb, g[i]); break;
+        case 1: ACC(gb, c->fb, -g[i]); break;
+        case 2: ACC(gb, c->fb, g[i] * A[i]); break;
+        default: ACC(gb, c->fb, -(g[i] * A[i] / (B[i] * B[i]))); break;
         }
     }
+#undef ACC
 }
 
 /* true (and done) when a and b have the output's shape */
@@ -161,16 +167,20 @@ static void TG_F(unary_forward_range)(void *vctx, int64_t begin, int64_t end, in
     const TG_T *x = c->n->in[0]->value.data, s = c->s;
     TG_T *y = c->n->value.data;
     (void)tid;
-#define UN_LOOP(expr) for (int64_t i = begin; i < end; i++) { TG_T v = x[i]; y[i] = (expr); }
-    switch (c->kind) {
-    case UN_SCALE:  UN_LOOP(s * v) break;
-    case UN_NEG:    UN_LOOP(-v) break;
-    case UN_EXP:    UN_LOOP(TG_M(exp)(v)) break;
-    case UN_LOG:    UN_LOOP(TG_M(log)(v)) break;
-    case UN_SQRT:   UN_LOOP(TG_M(sqrt)(v)) break;
-    case UN_SQUARE: UN_LOOP(v * v) break;
-    default:        UN_LOOP(v < 0 ? (TG_T)0 : v) break;   /* relu: keeps NaN and -0.0 */
+    /* in place (y over x), one pointer: see binary_flat_range */
+#define UN_LOOP(X, expr) for (int64_t i = begin; i < end; i++) { TG_T v = X[i]; y[i] = (expr); }
+#define UN_ALL(X)                                                                   \
+    switch (c->kind) {                                                              \
+    case UN_SCALE:  UN_LOOP(X, s * v) break;                                        \
+    case UN_NEG:    UN_LOOP(X, -v) break;                                           \
+    case UN_EXP:    UN_LOOP(X, TG_M(exp)(v)) break;                                 \
+    case UN_LOG:    UN_LOOP(X, TG_M(log)(v)) break;                                 \
+    case UN_SQRT:   UN_LOOP(X, TG_M(sqrt)(v)) break;                                \
+    case UN_SQUARE: UN_LOOP(X, v * v) break;                                        \
+    default:        UN_LOOP(X, v < 0 ? (TG_T)0 : v) break;   /* relu: keeps NaN, -0.0 */ \
     }
+    if (y == x) UN_ALL(y) else UN_ALL(x)
+#undef UN_ALL
 #undef UN_LOOP
 }
 
@@ -185,17 +195,25 @@ static void TG_F(unary_backward_range)(void *vctx, int64_t begin, int64_t end, i
     TG_T *dx = c->n->in[0]->grad.data;
     const bool f = c->fresh;
     (void)tid;
-#define UN_LOOP(expr) \
-    for (int64_t i = begin; i < end; i++) { TG_T g = dy[i]; dx[i] = (f ? 0 : dx[i]) + (expr); }
-    switch (c->kind) {
-    case UN_SCALE:  UN_LOOP(s * g) break;
-    case UN_NEG:    UN_LOOP(-g) break;
-    case UN_EXP:    UN_LOOP(g * y[i]) break;
-    case UN_LOG:    UN_LOOP(g / x[i]) break;
-    case UN_SQRT:   UN_LOOP(g / (2 * y[i])) break;
-    case UN_SQUARE: UN_LOOP(2 * x[i] * g) break;
-    default:        UN_LOOP(x[i] > 0 ? g : (TG_T)0) break;
+    /* in place (dx over dy: TG_OP_BWD_DX_OVER_DY), one pointer: see
+     * binary_flat_range; the fresh test outside the loops */
+#define UN_LOOP(DY, expr)                                                                     \
+    do {                                                                                      \
+        if (f) for (int64_t i = begin; i < end; i++) { TG_T g = DY[i]; dx[i] = 0 + (expr); }  \
+        else for (int64_t i = begin; i < end; i++) { TG_T g = DY[i]; dx[i] = dx[i] + (expr); } \
+    } while (0);
+#define UN_ALL(DY)                                          \
+    switch (c->kind) {                                      \
+    case UN_SCALE:  UN_LOOP(DY, s * g) break;               \
+    case UN_NEG:    UN_LOOP(DY, -g) break;                  \
+    case UN_EXP:    UN_LOOP(DY, g * y[i]) break;            \
+    case UN_LOG:    UN_LOOP(DY, g / x[i]) break;            \
+    case UN_SQRT:   UN_LOOP(DY, g / (2 * y[i])) break;      \
+    case UN_SQUARE: UN_LOOP(DY, 2 * x[i] * g) break;        \
+    default:        UN_LOOP(DY, x[i] > 0 ? g : (TG_T)0) break; \
     }
+    if (dx == dy) UN_ALL(dx) else UN_ALL(dy)
+#undef UN_ALL
 #undef UN_LOOP
 }
 
