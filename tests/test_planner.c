@@ -88,6 +88,41 @@ Test(planner, shared_values_same_gradients_less_memory)
     free(dx[1]);
 }
 
+/* x's gradient, then every parameter's, in one malloc'd float array of *n */
+static float *all_grads(const tg_node *x, const tg_params *ps, int64_t *n)
+{
+    int64_t total = tg_node_grad(x)->numel;
+    for (int i = 0; i < tg_params_count(ps); i++) total += tg_params_at(ps, i)->grad.numel;
+    float *out = malloc((size_t)total * sizeof(float));
+    cr_assert_not_null(out);
+    memcpy(out, tg_node_grad(x)->data, (size_t)tg_node_grad(x)->numel * sizeof(float));
+    int64_t at = tg_node_grad(x)->numel;
+    for (int i = 0; i < tg_params_count(ps); i++) {
+        const tg_tensor *gr = &tg_params_at(ps, i)->grad;
+        memcpy(out + at, gr->data, (size_t)gr->numel * sizeof(float));
+        at += gr->numel;
+    }
+    *n = total;
+    return out;
+}
+
+/* Two training steps of g (x and a dy drawn from fixed seeds; a second step
+ * sees the forward's buffers back after a backward), then all_grads. */
+static float *two_steps(tg_graph *g, tg_params *ps, tg_node *x, tg_node *y, int64_t *n)
+{
+    tt_randn((tg_tensor *)tg_node_value(x), 5);
+    tg_tensor *dy = tg_tensor_new(TG_F32, tg_node_value(y)->rank, tg_node_value(y)->shape);
+    cr_assert_not_null(dy);
+    tt_randn(dy, 6);
+    for (int rep = 0; rep < 2; rep++) {
+        tg_params_zero_grad(ps);
+        cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+        cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
+    }
+    tg_tensor_free(dy);
+    return all_grads(x, ps, n);
+}
+
 /* Attention then an MLP stack, [T, d]: a = sdpa of three linear projections
  * of x seen as [1, T, 2, d/2]; then per block h = ln(h + fc2(gelu(fc1(h)))).
  * The backward's peak is in the blocks, while Q, K, V wait for sdpa's. */
@@ -137,26 +172,8 @@ Test(planner, recomputed_values_same_bits_less_memory)
             for (int64_t k = 0; k < p->numel; k++)
                 tg_tensor_set(p, k, (p->rank == 1 ? 1 : 0.2) + 0.2 * tg_rng_normal(&r));
         }
-        tt_randn((tg_tensor *)tg_node_value(x), 5);
-        tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
-        tt_randn(dy, 6);
-        for (int rep = 0; rep < 2; rep++) {   /* a second step sees the forward's buffers back */
-            tg_params_zero_grad(ps);
-            cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
-            cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
-        }
+        grads[mode] = two_steps(g, ps, x, y, &total);
         bytes[mode] = tg_graph_planned_bytes(g);
-        total = tg_node_value(x)->numel;
-        for (int i = 0; i < tg_params_count(ps); i++) total += tg_params_at(ps, i)->grad.numel;
-        grads[mode] = malloc((size_t)total * sizeof(float));
-        memcpy(grads[mode], tg_node_grad(x)->data, (size_t)(T * d) * sizeof(float));
-        int64_t at = T * d;
-        for (int i = 0; i < tg_params_count(ps); i++) {
-            const tg_tensor *gr = &tg_params_at(ps, i)->grad;
-            memcpy(grads[mode] + at, gr->data, (size_t)gr->numel * sizeof(float));
-            at += gr->numel;
-        }
-        tg_tensor_free(dy);
         tg_graph_free(g);
         tg_params_free(ps);
     }
@@ -191,8 +208,6 @@ Test(planner, mlp_backward_gradients_take_dead_memory)
     float *grads[2];
     int64_t total = 0;
     for (int share = 0; share < 2; share++) {
-        tg_rng r;
-        tg_rng_seed(&r, 7);
         tg_params *ps = tg_params_new(TG_F32);
         tg_graph *g = tg_graph_new(TG_F32);
         tg_graph_set_share_values(g, share);
@@ -202,26 +217,8 @@ Test(planner, mlp_backward_gradients_take_dead_memory)
         cr_assert_not_null(y, "%s", tg_graph_error(g));
         for (int i = 0; i < tg_params_count(ps); i++)
             tt_randn(&tg_params_at(ps, i)->value, 10 + (uint64_t)i);
-        tt_randn((tg_tensor *)tg_node_value(x), 5);
-        tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
-        tt_randn(dy, 6);
-        for (int rep = 0; rep < 2; rep++) {
-            tg_params_zero_grad(ps);
-            cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
-            cr_assert_eq(tg_graph_backward(g, y, dy), TG_OK, "%s", tg_last_error());
-        }
+        grads[share] = two_steps(g, ps, x, y, &total);
         bytes[share] = tg_graph_planned_bytes(g);
-        total = T * d;
-        for (int i = 0; i < tg_params_count(ps); i++) total += tg_params_at(ps, i)->grad.numel;
-        grads[share] = malloc((size_t)total * sizeof(float));
-        memcpy(grads[share], tg_node_grad(x)->data, (size_t)(T * d) * sizeof(float));
-        int64_t at = T * d;
-        for (int i = 0; i < tg_params_count(ps); i++) {
-            const tg_tensor *gr = &tg_params_at(ps, i)->grad;
-            memcpy(grads[share] + at, gr->data, (size_t)gr->numel * sizeof(float));
-            at += gr->numel;
-        }
-        tg_tensor_free(dy);
         tg_graph_free(g);
         tg_params_free(ps);
     }
