@@ -143,8 +143,10 @@ void tg_graph_set_grad_enabled(tg_graph *g, bool enabled);
 void tg_graph_set_share_values(tg_graph *g, bool on);
 
 /* With share_values, values of cheap deterministic ops that a backward reads
- * (GELU, layer_norm: TG_OP_RECOMPUTE in op.h) are not kept from the forward
- * but recomputed just before that backward. Recompute on (off by default)
+ * (GELU, layer_norm, and rearranges / repeats of those: TG_OP_RECOMPUTE in
+ * op.h) are not kept from the forward but recomputed just before that
+ * backward, and gradients may take the memory of values no longer read (a
+ * linear's dX over its input: TG_OP_BWD_DX_OVER_X). Recompute on (off by default)
  * does the same for the outputs of linear layers (TG_OP_RECOMPUTE_COSTLY):
  * activation checkpointing, one more GEMM per recomputed linear per step for
  * less memory (e.g. the Q, K, V projections that attention's backward reads).
