@@ -471,16 +471,18 @@ static tg_node *rg_build(tg_graph *g, tg_params *ps, tg_node *x, uint64_t seed)
 
 /* Modes: 0 the default plan, 1 shared values, 2 with recompute, 3 no
  * gradients (forward only; dropout still in training mode). out: the output
- * and, with gradients, x's and every parameter's gradient, after two steps. */
-static int64_t rg_run(uint64_t seed, int mode, float *out, int64_t cap, size_t *bytes)
+ * and, with gradients, x's and every parameter's gradient, after two steps
+ * (as doubles: a float converts exactly). */
+static int64_t rg_run(uint64_t seed, int mode, tg_dtype dt, double *out, int64_t cap,
+                      size_t *bytes)
 {
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_graph *g = tg_graph_new(TG_F32);
+    tg_params *ps = tg_params_new(dt);
+    tg_graph *g = tg_graph_new(dt);
     tg_graph_set_training(g, true);
     tg_graph_set_grad_enabled(g, mode != 3);
     tg_graph_set_share_values(g, mode == 1 || mode == 2);
     tg_graph_set_recompute(g, mode == 2);
-    tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){RG_T, RG_D});
+    tg_node *x = tg_input(g, "x", dt, 2, (int64_t[]){RG_T, RG_D});
     if (mode != 3) cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
     tg_node *y = rg_build(g, ps, x, seed);
     cr_assert_not_null(y, "seed %llu: %s", (unsigned long long)seed, tg_graph_error(g));
@@ -488,17 +490,16 @@ static int64_t rg_run(uint64_t seed, int mode, float *out, int64_t cap, size_t *
         tg_tensor *p = &tg_params_at(ps, i)->value;
         tt_randn(p, 100 + (uint64_t)i);
         for (int64_t k = 0; p->rank == 1 && k < p->numel; k++)   /* gains near 1 */
-            ((float *)p->data)[k] = 1 + 0.3f * ((float *)p->data)[k];
+            tg_tensor_set(p, k, 1 + 0.3 * tg_tensor_get(p, k));
     }
     tt_randn((tg_tensor *)tg_node_value(x), seed);
-    tg_tensor *dy = tg_tensor_new(TG_F32, 2, tg_node_value(y)->shape);
+    tg_tensor *dy = tg_tensor_new(dt, 2, tg_node_value(y)->shape);
     tt_randn(dy, seed + 1);
     int64_t at = 0;
-#define TAKE(t)                                                                               \
-    do {                                                                                      \
-        cr_assert_leq(at + (t)->numel, cap);                                                  \
-        memcpy(out + at, (t)->data, (size_t)(t)->numel * sizeof(float));                      \
-        at += (t)->numel;                                                                     \
+#define TAKE(t)                                                                         \
+    do {                                                                                \
+        cr_assert_leq(at + (t)->numel, cap);                                            \
+        for (int64_t k_ = 0; k_ < (t)->numel; k_++) out[at++] = tg_tensor_get((t), k_); \
     } while (0)
     for (int step = 0; step < 2; step++) {
         tg_params_zero_grad(ps);
@@ -521,30 +522,36 @@ static int64_t rg_run(uint64_t seed, int mode, float *out, int64_t cap, size_t *
     return at;
 }
 
+/* float32 (the vector kernels) and float64 (the portable loops) */
 Test(planner, random_graphs_every_plan_same_bits)
 {
     enum { CAP = 1 << 16, GRAPHS = 300 };
-    float *want = malloc(CAP * sizeof(float)), *got = malloc(CAP * sizeof(float));
+    double *want = malloc(CAP * sizeof(double)), *got = malloc(CAP * sizeof(double));
     cr_assert(want && got);
-    size_t bytes[4], saved = 0, base = 0;
-    for (uint64_t seed = 1; seed <= GRAPHS; seed++) {
-        const int64_t nwant = rg_run(seed, 0, want, CAP, &bytes[0]);
-        const int64_t ny = RG_T * RG_D;   /* the output comes first */
-        for (int mode = 1; mode < 4; mode++) {
-            const int64_t ngot = rg_run(seed, mode, got, CAP, &bytes[mode]);
-            cr_assert_eq(ngot, mode == 3 ? ny : nwant);
-            for (int64_t i = 0; i < ngot; i++)
-                cr_assert(memcmp(&got[i], &want[i], sizeof(float)) == 0,
-                          "seed %llu, mode %d: element %lld is %.9g, the default plan's %.9g "
-                          "(%s)", (unsigned long long)seed, mode, (long long)i, got[i], want[i],
-                          i < ny ? "output" : "a gradient");
+    for (int f64 = 0; f64 < 2; f64++) {
+        const tg_dtype dt = f64 ? TG_F64 : TG_F32;
+        size_t bytes[4], saved = 0, base = 0;
+        for (uint64_t seed = 1; seed <= GRAPHS; seed++) {
+            const int64_t nwant = rg_run(seed, 0, dt, want, CAP, &bytes[0]);
+            const int64_t ny = RG_T * RG_D;   /* the output comes first */
+            for (int mode = 1; mode < 4; mode++) {
+                const int64_t ngot = rg_run(seed, mode, dt, got, CAP, &bytes[mode]);
+                cr_assert_eq(ngot, mode == 3 ? ny : nwant);
+                for (int64_t i = 0; i < ngot; i++)
+                    cr_assert(memcmp(&got[i], &want[i], sizeof(double)) == 0,
+                              "%s, seed %llu, mode %d: element %lld is %.17g, the default "
+                              "plan's %.17g (%s)", tg_dtype_name(dt), (unsigned long long)seed,
+                              mode, (long long)i, got[i], want[i],
+                              i < ny ? "output" : "a gradient");
+            }
+            cr_assert_leq(bytes[1], bytes[0], "seed %llu", (unsigned long long)seed);
+            cr_assert_leq(bytes[3], bytes[1], "seed %llu", (unsigned long long)seed);
+            base += bytes[0], saved += bytes[0] - bytes[1];
         }
-        cr_assert_leq(bytes[1], bytes[0], "seed %llu", (unsigned long long)seed);
-        cr_assert_leq(bytes[3], bytes[1], "seed %llu", (unsigned long long)seed);
-        base += bytes[0], saved += bytes[0] - bytes[1];
+        /* the shared plans hold less memory in all (not a test of any one graph) */
+        cr_expect_gt(saved, base / 8, "%s: shared plans saved %zu of %zu bytes",
+                     tg_dtype_name(dt), saved, base);
     }
-    /* the shared plans hold less memory in all (not a test of any one graph) */
-    cr_expect_gt(saved, base / 8, "shared plans saved %zu of %zu bytes", saved, base);
     free(want);
     free(got);
 }
