@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -14,13 +15,10 @@
 
 void tg_free(void *p) { tg__free(p); }
 
-tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len)
+/* The rest of an open stream into a new buffer; closes f. */
+static tg_status read_stream(FILE *f, const char *path, size_t max_bytes, void **data,
+                             size_t *len)
 {
-    *data = NULL;
-    *len = 0;
-    if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = tg__malloc(cap);
     if (!buf) {
@@ -57,6 +55,39 @@ tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *
     *data = buf;
     *len = n;
     return TG_OK;
+}
+
+tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    return read_stream(f, path, max_bytes, data, len);
+}
+
+tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, tg__parse_fn parse,
+                            void *out)
+{
+    *f = fopen(path, "rb");
+    if (!*f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(*f), &sb) == 0 && S_ISREG(sb.st_mode)) {
+        *size = (uint64_t)sb.st_size;
+        return TG_OK;
+    }
+    /* not a regular file: read it whole from this handle (a FIFO opened
+     * again would wait for a writer that has gone) */
+    FILE *g = *f;
+    *f = NULL;
+    void *buf;
+    size_t len;
+    tg_status st = read_stream(g, path, 0, &buf, &len);
+    if (st) return st;
+    st = parse(buf, len, path, out);
+    tg_free(buf);
+    return st;
 }
 
 /* fsync the directory holding path, so the rename itself survives a power

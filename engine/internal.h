@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "tensor.h"
 
@@ -54,6 +55,15 @@ void tg__strides(int rank, const int64_t *shape, int64_t *strides);
 
 /* snprintf into buf that never fails silently (truncates, always NUL-terminates). */
 void tg__fmt(char *buf, size_t len, const char *fmt, ...) TG__PRINTF(3, 4);
+
+/* ---- loading files (engine/fileio.c) ----
+ * For loaders that read a regular file piece by piece (.npy, safetensors):
+ * open path into *f with its size in *size; or, when path is not a regular
+ * file (a pipe, a device), read it whole, return parse(bytes, length, path,
+ * out) and set *f to NULL. */
+typedef tg_status (*tg__parse_fn)(const void *buf, size_t len, const char *what, void *out);
+tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, tg__parse_fn parse,
+                            void *out);
 
 
 

@@ -406,25 +406,20 @@ tg_status tg_npy_parse(const void *buf, size_t len, const char *what, tg_tensor 
     return TG_OK;
 }
 
+static tg_status npy_parse_any(const void *buf, size_t len, const char *what, void *out)
+{
+    return tg_npy_parse(buf, len, what, out);
+}
+
 tg_status tg_npy_load(const char *path, tg_tensor **out)
 {
     if (!out) return tg_set_error(TG_ERR_INVALID, "tg_npy_load: out is NULL");
     *out = NULL;
     if (!path) return tg_set_error(TG_ERR_INVALID, "npy: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        /* not a regular file (a pipe...): read it whole */
-        fclose(f);
-        void *buf;
-        size_t len;
-        tg_status st = tg_read_file(path, 0, &buf, &len);
-        if (st) return st;
-        st = tg_npy_parse(buf, len, path, out);
-        tg_free(buf);
-        return st;
-    }
+    FILE *f;
+    uint64_t flen;
+    tg_status ost = tg__open_for_load(path, &f, &flen, npy_parse_any, out);
+    if (ost || !f) return ost;   /* failed, or not a regular file (parsed whole) */
     /* preamble and header (at most 12 + 65536 bytes) */
     unsigned char pre[NPY_PREAMBLE_MAX];
     size_t got = fread(pre, 1, sizeof pre, f), hlen, at, bytes;
@@ -432,7 +427,6 @@ tg_status tg_npy_load(const char *path, tg_tensor **out)
     tg_tensor *t = NULL;
     npy_header nh;
     tg_dtype dt = TG_F32;
-    uint64_t flen = (uint64_t)sb.st_size;
     tg_status st = parse_preamble(pre, got, path, &hlen, &at);
     if (!st && (uint64_t)hlen > (flen > at ? flen - at : 0))
         st = tg_set_error(TG_ERR_FORMAT, "%s: EOF: reading array header, expected %zu bytes got "

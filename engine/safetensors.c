@@ -649,26 +649,20 @@ tg_status tg_st_parse(const void *buf, size_t len, const char *what, tg_st_file 
     return st;
 }
 
+static tg_status st_parse_any(const void *buf, size_t len, const char *what, void *out)
+{
+    return tg_st_parse(buf, len, what, out);
+}
+
 tg_status tg_st_load(const char *path, tg_st_file **out)
 {
     if (!out) return tg_set_error(TG_ERR_INVALID, "tg_st_load: out is NULL");
     *out = NULL;
     if (!path) return tg_set_error(TG_ERR_INVALID, "safetensors: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        /* not a regular file (a pipe...): read it whole */
-        fclose(f);
-        void *buf;
-        size_t len;
-        tg_status st = tg_read_file(path, 0, &buf, &len);
-        if (st) return st;
-        st = tg_st_parse(buf, len, path, out);
-        tg_free(buf);
-        return st;
-    }
-    uint64_t len = (uint64_t)sb.st_size, n = 0;
+    FILE *f;
+    uint64_t len, n = 0;
+    tg_status ost = tg__open_for_load(path, &f, &len, st_parse_any, out);
+    if (ost || !f) return ost;   /* failed, or not a regular file (parsed whole) */
     unsigned char first8[8] = {0};
     size_t got = fread(first8, 1, 8, f);
     tg_status st = check_sizes(path, got < 8 ? got : len, first8, &n);

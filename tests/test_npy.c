@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 #include "internal.h"
@@ -430,4 +432,71 @@ Test(npy, out_of_memory_is_clean)
         if (st) cr_assert_eq(st, TG_ERR_NOMEM, "%s", tg_last_error());
         else tg_tensor_free(t);
     }
+}
+
+/* ---- a FIFO instead of a regular file: both loaders read it whole ---- */
+
+typedef struct { const char *fifo; const void *bytes; size_t len; } pipe_writer;
+
+static void *write_fifo(void *arg)
+{
+    const pipe_writer *w = arg;
+    FILE *f = fopen(w->fifo, "wb");   /* blocks until the loader opens its end */
+    if (f) {
+        fwrite(w->bytes, 1, w->len, f);
+        fclose(f);
+    }
+    return NULL;
+}
+
+/* Load path's bytes through a FIFO with load(fifo, out). */
+static tg_status through_fifo(const char *path, const char *tag,
+                              tg_status (*load)(const char *, void *), void *out)
+{
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "/tmp/tgraph-test-fifo-%ld-%s", (long)getpid(), tag);
+    remove(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
+    pipe_writer w = {fifo, NULL, 0};
+    void *buf;
+    cr_assert_eq(tg_read_file(path, 0, &buf, &w.len), TG_OK, "%s", tg_last_error());
+    w.bytes = buf;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, write_fifo, &w), 0);
+    tg_status st = load(fifo, out);
+    pthread_join(th, NULL);
+    tg_free(buf);
+    remove(fifo);
+    return st;
+}
+
+static tg_status load_npy(const char *p, void *out) { return tg_npy_load(p, out); }
+static tg_status load_st(const char *p, void *out) { return tg_st_load(p, out); }
+
+Test(npy, loads_from_a_pipe, .timeout = 20)
+{
+    char path[256];
+    tmp_path(path, sizeof path, "pipe");
+    tg_tensor *t = filled(TG_F64, 2, (int64_t[]){3, 5}), *u = NULL;
+    cr_assert_eq(tg_npy_save(path, t), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(through_fifo(path, "npy", load_npy, &u), TG_OK, "%s", tg_last_error());
+    assert_values(u, TG_F64, 2, (int64_t[]){3, 5}, "through a FIFO");
+    tg_tensor_free(u);
+    /* safetensors: the same tensor under a name */
+    const char *names[1] = {"w"};
+    const tg_tensor *ts[1] = {t};
+    cr_assert_eq(tg_st_save(path, 1, names, ts, 0, NULL, NULL), TG_OK, "%s", tg_last_error());
+    tg_st_file *sf = NULL;
+    cr_assert_eq(through_fifo(path, "st", load_st, &sf), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_st_count(sf), 1);
+    assert_values((tg_tensor *)tg_st_find(sf, "w"), TG_F64, 2, (int64_t[]){3, 5},
+                  "safetensors through a FIFO");
+    tg_st_free(sf);
+    /* a FIFO that closes empty is a format error, not a crash */
+    FILE *e = fopen(path, "wb");
+    fclose(e);
+    cr_assert_neq(through_fifo(path, "empty", load_npy, &u), TG_OK);
+    cr_assert_null(u);
+    tg_tensor_free(t);
+    remove(path);
 }
