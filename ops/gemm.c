@@ -47,6 +47,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #  include <immintrin.h>
+#  include "vec_tr8x8.h"
 #  define TG_GEMM_X86 1
 #else
 #  define TG_GEMM_X86 0
@@ -391,27 +392,9 @@ PANEL_FN(32)
 #undef PANEL_FN
 
 #if TG_GEMM_X86 && TG_KERNELS == 32
-/* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes where the depth is
- * contiguous, vector copies where the lanes are. */
-#define TR8X8(r0, r1, r2, r3, r4, r5, r6, r7)                                               \
-    do {                                                                                    \
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);            \
-        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);            \
-        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);            \
-        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);            \
-        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);  \
-        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);  \
-        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);  \
-        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);  \
-        r0 = _mm256_permute2f128_ps(u0, u4, 0x20);                                          \
-        r1 = _mm256_permute2f128_ps(u1, u5, 0x20);                                          \
-        r2 = _mm256_permute2f128_ps(u2, u6, 0x20);                                          \
-        r3 = _mm256_permute2f128_ps(u3, u7, 0x20);                                          \
-        r4 = _mm256_permute2f128_ps(u0, u4, 0x31);                                          \
-        r5 = _mm256_permute2f128_ps(u1, u5, 0x31);                                          \
-        r6 = _mm256_permute2f128_ps(u2, u6, 0x31);                                          \
-        r7 = _mm256_permute2f128_ps(u3, u7, 0x31);                                          \
-    } while (0)
+/* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes (TR8X8,
+ * ops/vec_tr8x8.h) where the depth is contiguous, vector copies where the
+ * lanes are. */
 
 __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *src, int64_t ls,
                                                                  int64_t ps, int64_t kc,

@@ -62,8 +62,7 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
 {
 #if TG_KERNELS == 32 && TG_VEC
     if (c->small && tb && !ta && K <= SDPA_SHALLOW && N % 8 == 0 && N > 0) {
-        for (int64_t j = 0; j < N; j++)
-            for (int64_t q = 0; q < K; q++) bt[q * N + j] = B[j * ldb + q];
+        tg__vec_transpose_small(B, ldb, N, K, bt);
         tg__vec_gemm_small(M, N, K, alpha, A, lda, 1, bt, N, beta, C, ldc);
         return;
     }

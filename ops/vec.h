@@ -90,6 +90,10 @@ void tg__vec_gemm_small(int64_t M, int64_t N, int64_t K, float alpha, const floa
                         int64_t rs_a, int64_t cs_a, const float *B, int64_t ldb, float beta,
                         float *C, int64_t ldc);
 
+/* bt [K, N] (row-major) = the first K columns of B [N, ldb], transposed, for
+ * N a multiple of 8: 8 x 8 blocks in registers (the shallow heads' K^T, V^T). */
+void tg__vec_transpose_small(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt);
+
 /* C[M, N] = alpha * A B^T + beta * C (beta == 0: C not read), A [M, K] and
  * B [N, K] row-major: dot products over contiguous depth, for the same heads. */
 void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const float *A,

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "vec_lanes.h"
+#include "vec_tr8x8.h"
 
 /* ---- small matrix products (fused attention on short heads) ----
  * Two rows of C at a time, up to 32 columns (four vectors) per pass: each
@@ -83,6 +84,25 @@ AVX2 void tg__vec_gemm_small(int64_t M, int64_t N, int64_t depth, float alpha, c
             default: GS_CALL(4, true); break;
             }
 #undef GS_CALL
+        }
+    }
+}
+
+AVX2 void tg__vec_transpose_small(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt)
+{
+    for (int64_t q0 = 0; q0 < K; q0 += 8) {
+        const int64_t kq = K - q0 < 8 ? K - q0 : 8;   /* columns in this band */
+        const __m256i m = tail_mask(kq);
+        for (int64_t j = 0; j < N; j += 8) {
+            const float *b = B + j * ldb + q0;
+            v8f r0 = ld(b, kq, m), r1 = ld(b + ldb, kq, m), r2 = ld(b + 2 * ldb, kq, m);
+            v8f r3 = ld(b + 3 * ldb, kq, m), r4 = ld(b + 4 * ldb, kq, m);
+            v8f r5 = ld(b + 5 * ldb, kq, m), r6 = ld(b + 6 * ldb, kq, m);
+            v8f r7 = ld(b + 7 * ldb, kq, m);
+            TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
+            float *d = bt + q0 * N + j;
+            const v8f col[8] = {r0, r1, r2, r3, r4, r5, r6, r7};
+            for (int64_t q = 0; q < kq; q++) _mm256_storeu_ps(d + q * N, col[q]);
         }
     }
 }

@@ -607,6 +607,34 @@ Test(vec_kernels, gemm_nt_small_depths)
 /* sum x y in double: within 1e-12 of the double loop relative to sum |x y|
  * (the products are exact in double; only the order of the additions
  * differs); NaN past the end is not read; a NaN inside gives NaN. */
+/* tg__vec_transpose_small: bt [K, N] = B's first K columns transposed, for
+ * N a multiple of 8 and depths on both sides of a vector band; B's columns
+ * past K hold NaN (not to be read into bt), and bt's guard must stay. */
+Test(vec_kernels, transpose_small)
+{
+    NEED_VEC();
+    const int64_t Ns[] = {8, 16, 32, 64}, ldb = 24;
+    for (size_t a = 0; a < sizeof Ns / sizeof Ns[0]; a++)
+        for (int64_t K = 1; K <= 20; K++) {
+            const int64_t N = Ns[a];
+            float *B = nan_floats(N * ldb), *bt = malloc(sizeof(float) * (size_t)(K * N + C_GUARD));
+            cr_assert(bt);
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t q = 0; q < K; q++) B[j * ldb + q] = (float)(j * 100 + q);
+            for (int64_t i = 0; i < K * N + C_GUARD; i++) bt[i] = SENTINEL;
+            tg__vec_transpose_small(B, ldb, N, K, bt);
+            for (int64_t q = 0; q < K; q++)
+                for (int64_t j = 0; j < N; j++)
+                    cr_assert_eq(bt[q * N + j], (float)(j * 100 + q), "N %lld K %lld: [%lld, %lld]",
+                                 (long long)N, (long long)K, (long long)q, (long long)j);
+            for (int64_t i = K * N; i < K * N + C_GUARD; i++)
+                cr_assert_eq(bt[i], SENTINEL, "N %lld K %lld: guard overwritten", (long long)N,
+                             (long long)K);
+            free(B);
+            free(bt);
+        }
+}
+
 Test(vec_kernels, dot)
 {
     NEED_VEC();
