@@ -20,10 +20,8 @@
  * the file's real length; tg_npy_load reads the header first and the data
  * straight into the tensor.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "internal.h"
 #include "tensor_io.h"

@@ -88,6 +88,19 @@ Test(planner, shared_values_same_gradients_less_memory)
     free(dx[1]);
 }
 
+/* A float32 training graph with the given plan (mode 0: default, 1: shared
+ * values, 2: and recompute) and its input x [T, d], which needs a gradient. */
+static tg_graph *train_graph(int mode, int64_t T, int64_t d, tg_node **x)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    cr_assert_not_null(g);
+    tg_graph_set_share_values(g, mode > 0);
+    tg_graph_set_recompute(g, mode == 2);
+    *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
+    cr_assert_eq(tg_node_set_requires_grad(*x, true), TG_OK);
+    return g;
+}
+
 /* x's gradient, then every parameter's, in one malloc'd float array of *n */
 static float *all_grads(const tg_node *x, const tg_params *ps, int64_t *n)
 {
@@ -160,11 +173,8 @@ Test(planner, recomputed_values_same_bits_less_memory)
         tg_rng r;
         tg_rng_seed(&r, 4);
         tg_params *ps = tg_params_new(TG_F32);
-        tg_graph *g = tg_graph_new(TG_F32);
-        tg_graph_set_share_values(g, mode > 0);
-        tg_graph_set_recompute(g, mode == 2);
-        tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
-        cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+        tg_node *x;
+        tg_graph *g = train_graph(mode, T, d, &x);
         tg_node *y = remat_net(g, ps, x, d, 3);
         cr_assert_not_null(y, "%s", tg_graph_error(g));
         for (int i = 0; i < tg_params_count(ps); i++) {
@@ -209,10 +219,8 @@ Test(planner, mlp_backward_gradients_take_dead_memory)
     int64_t total = 0;
     for (int share = 0; share < 2; share++) {
         tg_params *ps = tg_params_new(TG_F32);
-        tg_graph *g = tg_graph_new(TG_F32);
-        tg_graph_set_share_values(g, share);
-        tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
-        cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+        tg_node *x;
+        tg_graph *g = train_graph(share, T, d, &x);
         tg_node *y = mlp_net(g, ps, x, d, H);
         cr_assert_not_null(y, "%s", tg_graph_error(g));
         for (int i = 0; i < tg_params_count(ps); i++)
@@ -322,10 +330,8 @@ Test(planner, recomputed_chain_is_not_kept)
     for (int perm = 0; perm < 2; perm++)
         for (int share = 0; share < 2; share++) {
             tg_params *ps = tg_params_new(TG_F32);
-            tg_graph *g = tg_graph_new(TG_F32);
-            tg_graph_set_share_values(g, share);
-            tg_node *x = tg_input(g, "x", TG_F32, 2, (int64_t[]){T, d});
-            cr_assert_eq(tg_node_set_requires_grad(x, true), TG_OK);
+            tg_node *x;
+            tg_graph *g = train_graph(share, T, d, &x);
             tg_node *h = tg_layer_norm(g, x, 1, &d, NULL, NULL, 1e-5);
             if (perm)
                 h = tg_rearrange(g, h, "(a b) d -> (b a) d", 1, (tg_axis_len[]){{"a", 8}});
