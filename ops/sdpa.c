@@ -20,8 +20,11 @@
  * draws each row's keep factors once, for Pd and for dS), and for small heads
  * a max(E, D) x S block where K or V is transposed for a shallow product.
  * The forward's items are (b, h, row block), the backward's (b, h) (dK and dV
- * of a head are summed over all its rows); each is run by one of `slots` workers taking every slots-th item,
- * and a slot owns its scratch, so no two threads share a block.
+ * of a head are summed over all its rows). Each of `slots` workers runs one
+ * contiguous range of items and owns its scratch, so no two threads share a
+ * block. (Taking every slots-th item instead put neighbouring heads, whose
+ * rows of y, dq, dk and dv share cache lines, on different threads: the tiny
+ * heads' forward ran no faster on 2 threads than on 1.)
  */
 #ifdef TG_KERNELS
 #include "generic.h"
@@ -61,6 +64,10 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
                           TG_T beta, TG_T *C, int64_t ldc, TG_T *bt)
 {
 #if TG_KERNELS == 32 && TG_VEC
+    if (c->tiny && tb && !ta) {   /* N <= S <= 16 */
+        tg__vec_gemm_nt16(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bt);
+        return;
+    }
     if (c->small && tb && !ta && K <= SDPA_SHALLOW && N % 8 == 0 && N > 0) {
         tg__vec_transpose_small(B, ldb, N, K, bt);
         tg__vec_gemm_small(M, N, K, alpha, A, lda, 1, bt, N, beta, C, ldc);
@@ -93,6 +100,18 @@ static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t 
     const TG_T *q = HEAD((const TG_T *)n->in[0]->value.data, c->L, E) + i0 * HE;
     const TG_T *k = HEAD((const TG_T *)n->in[1]->value.data, c->S, E);
     const TG_T scale = (TG_T)c->scale;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->tiny) {   /* 16 rows at a time, P^T (pt) transposed back into p */
+        float *pt = bt + SDPA_TINY * (E > c->D ? E : c->D);
+        for (int64_t r0 = 0; r0 < rows; r0 += SDPA_TINY) {
+            const int64_t nr = rows - r0 < SDPA_TINY ? rows - r0 : SDPA_TINY;
+            tg__vec_attn_rows16(q + r0 * HE, HE, E, k, HE, nr, ncols, i0 + r0, c->causal, scale,
+                                st + 2 * (bh * c->L + i0 + r0), !make_stats, pt, bt);
+            tg__vec_transpose16(pt, SDPA_TINY, ncols, nr, p + r0 * ncols, ncols);
+        }
+        return;
+    }
+#endif
     TG_F(sdpa_mm)(c, false, true, rows, ncols, E, 1, q, HE, k, HE, 0, p, ncols, bt);
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = i0 + r, nv = c->causal ? i + 1 : ncols;   /* valid columns */
@@ -140,11 +159,27 @@ static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p, TG
     const int64_t rows = c->L - i0 < c->rb ? c->L - i0 : c->rb;
     const int64_t ncols = c->causal ? i0 + rows : c->S;
     const int64_t b = bh / c->H, h = bh % c->H, D = c->D, HD = c->H * D;
+    const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
+    TG_T *y = HEAD((TG_T *)n->value.data, c->L, D) + i0 * HD;
+#if TG_KERNELS == 32 && TG_VEC
+    if (c->tiny && c->mode == SDPA_COPY) {   /* P V straight from P^T */
+        const int64_t E = c->E, HE = c->H * E;
+        const float *q = HEAD((const float *)n->in[0]->value.data, c->L, E) + i0 * HE;
+        const float *k = HEAD((const float *)n->in[1]->value.data, c->S, E);
+        float *pt = bt + SDPA_TINY * (E > D ? E : D);
+        for (int64_t r0 = 0; r0 < rows; r0 += SDPA_TINY) {
+            const int64_t nr = rows - r0 < SDPA_TINY ? rows - r0 : SDPA_TINY;
+            tg__vec_attn_rows16(q + r0 * HE, HE, E, k, HE, nr, ncols, i0 + r0, c->causal,
+                                (float)c->scale, (double *)n->buf[0].data + 2 * (bh * c->L + i0 + r0),
+                                false, pt, bt);
+            tg__vec_attn_pv16(pt, nr, ncols, v, HD, D, y + r0 * HD, HD);
+        }
+        return;
+    }
+#endif
     TG_F(sdpa_probs)(c, bh, i0, rows, ncols, p, n->buf[0].data, true, bt);
     for (int64_t r = 0; r < rows; r++) TG_F(sdpa_drop_row)(c, p + r * ncols, bh * c->L + i0 + r,
                                                            ncols);
-    const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
-    TG_T *y = HEAD((TG_T *)n->value.data, c->L, D) + i0 * HD;
     TG_F(sdpa_mm)(c, false, false, rows, D, ncols, 1, p, ncols, v, HD, 0, y, HD, bt);
 }
 
@@ -222,7 +257,7 @@ static void TG_F(sdpa_backward_item)(const sdpa_ctx *c, int64_t bh, TG_T *p, TG_
 }
 #undef HEAD
 
-/* slot s runs items s, s + slots, s + 2 slots, ... with its own scratch */
+/* slot s runs items [s items / slots, (s + 1) items / slots) with its own scratch */
 static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const sdpa_ctx *c = vctx;
@@ -231,7 +266,7 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
         TG_T *p = (TG_T *)((unsigned char *)c->scratch + (size_t)s * c->slot_bytes);
         TG_T *t = p + c->rb * c->S, *u = t + c->rb * c->S;   /* [rb, S] each; u: dropout */
         TG_T *bt = p + c->blocks * c->rb * c->S;             /* [max(E, D), S]: small heads */
-        for (int64_t it = s; it < c->items; it += c->slots) {
+        for (int64_t it = s * c->items / c->slots; it < (s + 1) * c->items / c->slots; it++) {
             if (c->backward) TG_F(sdpa_backward_item)(c, it, p, t, u, bt);
             else             TG_F(sdpa_forward_item)(c, it, p, bt);
         }
@@ -250,6 +285,8 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
 enum { SDPA_COPY, SDPA_ZERO, SDPA_MASK };
 #define SDPA_SMALL 64   /* heads with S, E and D up to this skip the packing GEMM */
 #define SDPA_SHALLOW 16 /* and Q K^T, dy V^T with E, D up to this transpose K, V first */
+#define SDPA_TINY 16    /* with AVX-512, heads of up to this many keys: 16 query rows at a
+                         * time, one register per key, the softmax down the keys */
 
 typedef struct {
     int64_t B, L, S, H, E, D;
@@ -259,6 +296,7 @@ typedef struct {
     size_t  slot_bytes;
     bool    causal;
     bool    small;           /* S, E, D <= 64: the small vector kernels (F32, when on) */
+    bool    tiny;            /* small and S <= 16: the AVX-512 kernels (F32, when on) */
     double  scale, p;
     double  dscale;          /* 1 / (1 - p); 0 for p = 1 */
     uint64_t threshold;      /* p * 2^32 rounded up (as tg_dropout) */
@@ -271,7 +309,7 @@ typedef struct {
     int64_t B, L, S, H, E, D, rb, nblk, slots, items, blocks;
     size_t  slot_bytes;
     void   *scratch;
-    bool    causal, vec, small, backward, gq, gk, gv;
+    bool    causal, vec, small, tiny, backward, gq, gk, gv;
     bool    fq, fk, fv;      /* backward: that gradient is set, not added to */
     double  scale, dscale;
     int     mode;
@@ -293,6 +331,7 @@ static void sdpa_run(tg_node *n, bool backward)
                   .scratch = tg_graph_scratch(n->graph), .causal = a->causal,
                   .vec = n->value.dtype == TG_F32 && tg__vec_on(), .backward = backward,
                   .small = a->small && n->value.dtype == TG_F32 && tg__vec_on(),
+                  .tiny = a->tiny && n->value.dtype == TG_F32 && tg__vec_avx512_on(),
                   .scale = a->scale, .dscale = a->dscale, .mode = a->mode, .key = a->key,
                   .threshold = a->threshold};
     if (backward) {
@@ -401,11 +440,14 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
                      .threshold = (uint64_t)ceil(dropout * 4294967296.0)};
     /* short heads: the products by the small vector kernels */
     a->small = S <= SDPA_SMALL && E <= SDPA_SMALL && D <= SDPA_SMALL;
+    a->tiny = a->small && S <= SDPA_TINY;
     size_t sz = tg_dtype_size(qv->dtype);
     /* per slot: P and a work block, with dropout the keep factors, and for
-     * small heads room for K or V transposed */
+     * small heads room for K or V transposed (for the tiny: Q^T or V^T, and
+     * P^T, 16 lanes a row) */
     a->blocks = dropout > 0 ? 3 : 2;
-    const int64_t kt = a->small ? (E > D ? E : D) * S : 0;
+    const int64_t kt = !a->small ? 0 : a->tiny ? ((E > D ? E : D) + S) * SDPA_TINY
+                                                : (E > D ? E : D) * S;
     a->slot_bytes = ((size_t)(a->blocks * rb * S + kt) * sz + 63) & ~(size_t)63;
     tg_node_scratch(n, (size_t)a->slots * a->slot_bytes);
     /* per query row: the softmax's max and 1 / sum (double), [B, H, L, 2] */

@@ -149,7 +149,6 @@ bool tg__vec_set_avx512(int mode) { return switch_set(&avx512_sw, mode); }
 #include "vec_math.h"   /* (it #undefs the VM_ macros) */
 
 /* AVX-512 instances, the same code 16 lanes wide: vexp16, ..., gelu_row16 */
-#define AVX512 __attribute__((target("avx512f,avx2,fma")))
 #define VM_ATTR AVX512
 #define VM_SUF(name) name##16
 #define VM_F __m512
@@ -264,9 +263,29 @@ AVX512 static inline __m512 from16_d(__m512d lo, __m512d hi)
 }
 #define TAIL16(rem) ((rem) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rem)) - 1))
 
+/* One register of at most 16 entries (lanes outside m are 0 in x): the steps
+ * of the loops below for a single vector, so the same bits. */
+AVX512 static inline __m512 softmax16_one(__m512 x, __mmask16 m, float scale, float *max,
+                                          double *rsum, bool given)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(scale));
+    if (!given) *max = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_blend_ps(m, ninf, z), ninf));
+    const __m512 e = _mm512_maskz_mov_ps(m, vexp16(_mm512_sub_ps(z, _mm512_set1_ps(*max))));
+    if (!given) *rsum = 1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo16_d(e), hi16_d(e)));
+    const __m512d r = _mm512_set1_pd(*rsum);
+    return from16_d(_mm512_mul_pd(lo16_d(e), r), _mm512_mul_pd(hi16_d(e), r));
+}
+
 AVX512 static void softmax_row_stats16(const float *x, float *y, int64_t n, float scale,
                                        float *max, double *rsum, bool given)
 {
+    if (n <= 16) {
+        const __mmask16 m = TAIL16(n);
+        _mm512_mask_storeu_ps(y, m, softmax16_one(_mm512_maskz_loadu_ps(m, x), m, scale, max,
+                                                  rsum, given));
+        return;
+    }
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     float mxs = given ? *max : -INFINITY;
     if (!given) {
@@ -299,6 +318,106 @@ AVX512 static void softmax_row_stats16(const float *x, float *y, int64_t n, floa
         _mm512_mask_storeu_ps(y + i, m, from16_d(_mm512_mul_pd(lo16_d(e), r), _mm512_mul_pd(hi16_d(e), r)));
     }
     if (!given) *max = mxs, *rsum = rs;
+}
+
+/* A tiny head's rows (vec.h), transposed: lanes are query rows. Q^T comes
+ * from tg__vec_transpose16, then key j's scores for all the rows are one
+ * register (FMAs over the depth in order), and the softmax runs down the
+ * keys: a max, then exp and the sums in double (lanes 0-7 and 8-15 of each
+ * key in turn), one division for all the rows, then P^T (into pt [n, 16]).
+ * Nothing is reduced across lanes. P V takes P's entries as broadcasts. */
+AVX512 void tg__vec_attn_rows16(const float *q, int64_t ldq, int64_t E, const float *k,
+                                int64_t ldk, int64_t rows, int64_t n, int64_t i0, bool causal,
+                                float scale, double *st, bool given, float *pt, float *qt)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), vs = _mm512_set1_ps(scale);
+    const __mmask16 rm = TAIL16(rows);
+    /* lanes r valid for key j: r < rows, and with the causal mask i0 + r >= j */
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i row_of = _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)i0));
+#define VALID(j) (causal ? (__mmask16)(rm & _mm512_cmpge_epi32_mask(row_of, _mm512_set1_epi32((int32_t)(j)))) : rm)
+    tg__vec_transpose16(q, ldq, rows, E, qt, 16);
+    for (int64_t j0 = 0; j0 < n; j0 += 4) {   /* four keys at a time, a chain each */
+        const int64_t nk = n - j0 < 4 ? n - j0 : 4;
+        const float *k0 = k + j0 * ldk, *k1 = nk > 1 ? k0 + ldk : k0;
+        const float *k2 = nk > 2 ? k0 + 2 * ldk : k0, *k3 = nk > 3 ? k0 + 3 * ldk : k0;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t e = 0; e < E; e++) {
+            const __m512 x = _mm512_loadu_ps(qt + 16 * e);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[e]), x, a0);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[e]), x, a1);
+            a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[e]), x, a2);
+            a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[e]), x, a3);
+        }
+        float *z = pt + 16 * j0;   /* z = scale s */
+        _mm512_storeu_ps(z, _mm512_mul_ps(a0, vs));
+        if (nk > 1) _mm512_storeu_ps(z + 16, _mm512_mul_ps(a1, vs));
+        if (nk > 2) _mm512_storeu_ps(z + 32, _mm512_mul_ps(a2, vs));
+        if (nk > 3) _mm512_storeu_ps(z + 48, _mm512_mul_ps(a3, vs));
+    }
+    float mf[16];
+    double rf[16];
+    __m512 mx;
+    __m512d r0, r1;
+    if (given) {
+        for (int64_t r = 0; r < 16; r++) {
+            mf[r] = r < rows ? (float)st[2 * r] : 0.0f;
+            rf[r] = r < rows ? st[2 * r + 1] : 0.0;
+        }
+        mx = _mm512_loadu_ps(mf);
+        r0 = _mm512_loadu_pd(rf), r1 = _mm512_loadu_pd(rf + 8);
+    } else {
+        mx = ninf;   /* (a NaN z leaves the max as it was) */
+        for (int64_t j = 0; j < n; j++)
+            mx = _mm512_max_ps(_mm512_mask_blend_ps(VALID(j), ninf, _mm512_loadu_ps(pt + 16 * j)),
+                               mx);
+    }
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    for (int64_t j = 0; j < n; j++) {
+        const __mmask16 m = VALID(j);
+        /* (invalid lanes: exp(z - max) or exp(0 - max), then 0; never exp(-inf)) */
+        const __m512 z = _mm512_maskz_loadu_ps(m, pt + 16 * j);
+        const __m512 e = _mm512_maskz_mov_ps(m, vexp16(_mm512_sub_ps(z, mx)));
+        _mm512_storeu_ps(pt + 16 * j, e);
+        if (!given) s0 = _mm512_add_pd(s0, lo16_d(e)), s1 = _mm512_add_pd(s1, hi16_d(e));
+    }
+    if (!given) {
+        const __m512d one = _mm512_set1_pd(1.0);   /* (rows past the block: 0) */
+        r0 = _mm512_maskz_div_pd((__mmask8)rm, one, s0);
+        r1 = _mm512_maskz_div_pd((__mmask8)(rm >> 8), one, s1);
+        _mm512_storeu_ps(mf, mx);
+        _mm512_storeu_pd(rf, r0);
+        _mm512_storeu_pd(rf + 8, r1);
+        for (int64_t r = 0; r < rows; r++) st[2 * r] = mf[r], st[2 * r + 1] = rf[r];
+    }
+    for (int64_t j = 0; j < n; j++) {
+        const __m512 e = _mm512_loadu_ps(pt + 16 * j);
+        _mm512_storeu_ps(pt + 16 * j, from16_d(_mm512_mul_pd(lo16_d(e), r0),
+                                               _mm512_mul_pd(hi16_d(e), r1)));
+    }
+#undef VALID
+}
+
+/* y[r] = sum_j P(r, j) V[j] for r < rows from pt (P^T, [n, 16]): eight rows
+ * at a time, a chain over the keys in order for each 16 columns of a row */
+AVX512 void tg__vec_attn_pv16(const float *pt, int64_t rows, int64_t n, const float *v,
+                              int64_t ldv, int64_t D, float *y, int64_t ldy)
+{
+    for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+        const int64_t nr = rows - r0 < 8 ? rows - r0 : 8;
+        for (int64_t d0 = 0; d0 < D; d0 += 16) {
+            const __mmask16 dm = TAIL16(D - d0);
+            __m512 acc[8];
+            for (int u = 0; u < 8; u++) acc[u] = _mm512_setzero_ps();
+            for (int64_t j = 0; j < n; j++) {
+                const __m512 vj = _mm512_maskz_loadu_ps(dm, v + j * ldv + d0);
+                const float *pj = pt + 16 * j + r0;
+                for (int u = 0; u < 8; u++)
+                    acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(pj[u]), vj, acc[u]);
+            }
+            for (int64_t u = 0; u < nr; u++) _mm512_mask_storeu_ps(y + (r0 + u) * ldy + d0, dm, acc[u]);
+        }
+    }
 }
 #undef TAIL16
 

@@ -77,6 +77,21 @@ double tg__vec_dot(const float *x, const float *y, int64_t n);
 /* dx += scale * y * (dy - sum(dy * y)) */
 void tg__vec_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n,
                                   float scale);
+/* (AVX-512, when tg__vec_avx512_on()) up to 16 query rows of a fused
+ * attention's head of n <= 16 keys: rows r < rows of Q (q + r * ldq, E
+ * entries) against K [n, E] (row stride ldk) give scores s; then
+ * P = softmax(scale s) over each row's valid entries (the first i0 + r + 1
+ * when causal, else n), 0 after, is written transposed: pt [n, 16], P(r, j)
+ * at pt[16 j + r]. st holds 2 doubles per row, (max, 1 / sum): written, or
+ * read when given (then P is rebuilt bit for bit). qt: scratch of E * 16. */
+void tg__vec_attn_rows16(const float *q, int64_t ldq, int64_t E, const float *k,
+                         int64_t ldk, int64_t rows, int64_t n, int64_t i0, bool causal,
+                         float scale, double *st, bool given, float *pt, float *qt);
+/* y[r] (row stride ldy, D entries) = P V for r < rows <= 16, from
+ * tg__vec_attn_rows16's pt and V [n, D] (row stride ldv): the arithmetic of
+ * tg__vec_gemm_small (a chain over the keys in order), so the same bits */
+void tg__vec_attn_pv16(const float *pt, int64_t rows, int64_t n, const float *v, int64_t ldv,
+                       int64_t D, float *y, int64_t ldy);
 /* y = x - max - log(sum(exp(x - max))) */
 void tg__vec_log_softmax_row(const float *x, float *y, int64_t n);
 /* dx += dy - exp(y) * sum(dy) */
@@ -99,6 +114,19 @@ void tg__vec_transpose_small(const float *B, int64_t ldb, int64_t N, int64_t K, 
 void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                            int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                            int64_t ldc);
+
+/* (ops/vec_gemm.c; AVX-512, when tg__vec_avx512_on()) C[M, N] = alpha * A B^T
+ * + beta * C (beta == 0: C not read) for 1 <= N <= 16, A [M, K] and B [N, K]
+ * row-major: B^T into bt [K, 16] (tg__vec_transpose16), then each row of
+ * C one register of FMAs in depth order (the tiny heads' Q K^T and dy V^T). */
+void tg__vec_gemm_nt16(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                       int64_t ldc, float *bt);
+/* (ops/vec_gemm.c; AVX-512) bt [K, 16] (row stride ldbt) = B [N, K] (row
+ * stride ldb) transposed, N <= 16: lanes past N zero (ldbt >= 16) or not
+ * written (ldbt < 16). 16 x 16 tiles in registers. */
+void tg__vec_transpose16(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt,
+                         int64_t ldbt);
 
 /* Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
  * (ops/ops_internal.h) with this key and threshold (element kept when its

@@ -1,7 +1,8 @@
 /*
  * vec_gemm.c - small AVX2 + FMA matrix products for the fused attention's
  * short heads (ops/sdpa.c; see vec.h): C = alpha op(A) B + beta C as FMA rows,
- * and C = alpha A B^T + beta C as dot products, without packing.
+ * and C = alpha A B^T + beta C as dot products, without packing; with AVX-512,
+ * A B^T for at most 16 columns from B^T transposed first.
  */
 #include "vec.h"
 
@@ -167,6 +168,97 @@ AVX2 void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t depth, float alpha
 #undef NT_STEP
 #undef NT_FULL
 #undef NT_TAIL
+}
+
+/* ---- heads of at most 16 keys (AVX-512) ----
+ * B^T first, 16 x 16 tiles transposed in registers: rows paired by unpack,
+ * quads by shuffle, then 128-bit lanes gathered by two rounds of
+ * shuffle_f32x4 (64 shuffles a tile). Then four rows of C at a time, each
+ * one register: step p loads row p of B^T once and broadcasts A(i, p). */
+#define TR_UNPACK(a, b) t##a = _mm512_unpacklo_ps(r##a, r##b), t##b = _mm512_unpackhi_ps(r##a, r##b)
+#define TR_QUAD(a, b, c, d)                                                                 \
+    r##a = _mm512_shuffle_ps(t##a, t##c, 0x44), r##b = _mm512_shuffle_ps(t##a, t##c, 0xEE),  \
+    r##c = _mm512_shuffle_ps(t##b, t##d, 0x44), r##d = _mm512_shuffle_ps(t##b, t##d, 0xEE)
+#define TR_LANES(m, a, b, c, d)                                                              \
+    do {                                                                                    \
+        const __m512 v0 = _mm512_shuffle_f32x4(a, b, 0x88);                                 \
+        const __m512 v1 = _mm512_shuffle_f32x4(a, b, 0xDD);                                 \
+        const __m512 w0 = _mm512_shuffle_f32x4(c, d, 0x88);                                 \
+        const __m512 w1 = _mm512_shuffle_f32x4(c, d, 0xDD);                                 \
+        col[m] = _mm512_shuffle_f32x4(v0, w0, 0x88), col[m + 8] = _mm512_shuffle_f32x4(v0, w0, 0xDD); \
+        col[m + 4] = _mm512_shuffle_f32x4(v1, w1, 0x88);                                    \
+        col[m + 12] = _mm512_shuffle_f32x4(v1, w1, 0xDD);                                   \
+    } while (0)
+
+/* bt [K, 16] (row stride ldbt) = B [N, K] (row stride ldb) transposed: lanes
+ * past N zero, or, when ldbt < 16, not written */
+AVX512 void tg__vec_transpose16(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt,
+                                int64_t ldbt)
+{
+    const __mmask16 out = ldbt >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << N) - 1);
+    for (int64_t q0 = 0; q0 < K; q0 += 16) {
+        const int64_t kq = K - q0 < 16 ? K - q0 : 16;
+        const __mmask16 m = (__mmask16)((1u << kq) - 1);
+        const float *b = B + q0;
+#define TR_LD(j) __m512 r##j = (j) < N ? _mm512_maskz_loadu_ps(m, b + (j) * ldb) : _mm512_setzero_ps()
+        TR_LD(0); TR_LD(1); TR_LD(2); TR_LD(3); TR_LD(4); TR_LD(5); TR_LD(6); TR_LD(7);
+        TR_LD(8); TR_LD(9); TR_LD(10); TR_LD(11); TR_LD(12); TR_LD(13); TR_LD(14); TR_LD(15);
+#undef TR_LD
+        __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
+        TR_UNPACK(0, 1); TR_UNPACK(2, 3); TR_UNPACK(4, 5); TR_UNPACK(6, 7);
+        TR_UNPACK(8, 9); TR_UNPACK(10, 11); TR_UNPACK(12, 13); TR_UNPACK(14, 15);
+        /* r(4k + m): column m of each 128-bit lane, rows 4k .. 4k + 3 */
+        TR_QUAD(0, 1, 2, 3); TR_QUAD(4, 5, 6, 7); TR_QUAD(8, 9, 10, 11); TR_QUAD(12, 13, 14, 15);
+        __m512 col[16];
+        TR_LANES(0, r0, r4, r8, r12);
+        TR_LANES(1, r1, r5, r9, r13);
+        TR_LANES(2, r2, r6, r10, r14);
+        TR_LANES(3, r3, r7, r11, r15);
+        for (int64_t q = 0; q < kq; q++) _mm512_mask_storeu_ps(bt + ldbt * (q0 + q), out, col[q]);
+    }
+}
+#undef TR_UNPACK
+#undef TR_QUAD
+#undef TR_LANES
+
+AVX512 void tg__vec_gemm_nt16(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                              int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                              int64_t ldc, float *bt)
+{
+    const __mmask16 nm = (__mmask16)((1u << N) - 1);
+    tg__vec_transpose16(B, ldb, N, K, bt, 16);
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#define NT16_STORE(r)                                                                   \
+    do {                                                                                \
+        float *c_ = C + (i + (r)) * ldc;                                                \
+        __m512 x_ = _mm512_mul_ps(va, s##r);                                            \
+        if (beta != 0) x_ = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(nm, c_), x_);     \
+        _mm512_mask_storeu_ps(c_, nm, x_);                                              \
+    } while (0)
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) {
+        const float *a = A + i * lda;
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t p = 0; p < K; p++) {
+            const __m512 b = _mm512_loadu_ps(bt + 16 * p);
+            s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[p]), b, s0);
+            s1 = _mm512_fmadd_ps(_mm512_set1_ps(a[lda + p]), b, s1);
+            s2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2 * lda + p]), b, s2);
+            s3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3 * lda + p]), b, s3);
+        }
+        NT16_STORE(0);
+        NT16_STORE(1);
+        NT16_STORE(2);
+        NT16_STORE(3);
+    }
+    for (; i < M; i++) {
+        const float *a = A + i * lda;
+        __m512 s0 = _mm512_setzero_ps();
+        for (int64_t p = 0; p < K; p++)
+            s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[p]), _mm512_loadu_ps(bt + 16 * p), s0);
+        NT16_STORE(0);
+    }
+#undef NT16_STORE
 }
 
 #else

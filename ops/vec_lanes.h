@@ -1,6 +1,6 @@
 /*
  * vec_lanes.h - the AVX2 lane helpers of ops/vec.c and ops/vec_gemm.c: the
- * target attribute, vector types, row tails (masked loads and stores),
+ * target attributes, vector types, row tails (masked loads and stores),
  * constants, double halves and horizontal sums. Library-private; include
  * only inside `#if TG_VEC` after <immintrin.h>.
  */
@@ -8,6 +8,7 @@
 #define TG_VEC_LANES_H
 
 #define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))   /* (16-lane code, when on) */
 typedef __m256 v8f;
 typedef __m256d v4d;
 
