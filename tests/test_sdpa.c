@@ -6,6 +6,7 @@
  */
 #include "nn_fixture.h"
 #include "graph_impl.h"
+#include "vec.h"
 
 #include <math.h>
 #include <criterion/parameterized.h>
@@ -98,14 +99,14 @@ static void att_run(att *a)
     tg_tensor_free(dy);
 }
 
-static void compare(int64_t B, int64_t L, int64_t S, int64_t H, int64_t E, int64_t D,
-                    bool causal, double p)
+static void compare_mode(int64_t B, int64_t L, int64_t S, int64_t H, int64_t E, int64_t D,
+                         bool causal, double p, bool training)
 {
     for (int d = 0; d < 2; d++) {
         tg_dtype dt = d ? TG_F64 : TG_F32;
         double tol = d ? 1e-12 : 2e-6;
-        att f = att_build(true, dt, B, L, S, H, E, D, causal, 0.3, p, true);
-        att u = att_build(false, dt, B, L, S, H, E, D, causal, 0.3, p, true);
+        att f = att_build(true, dt, B, L, S, H, E, D, causal, 0.3, p, training);
+        att u = att_build(false, dt, B, L, S, H, E, D, causal, 0.3, p, training);
         att_run(&f);
         att_run(&u);
         tt_assert_close(tg_node_value(f.y), tg_node_value(u.y), tol, tol, "y");
@@ -115,6 +116,12 @@ static void compare(int64_t B, int64_t L, int64_t S, int64_t H, int64_t E, int64
         tg_graph_free(f.g);
         tg_graph_free(u.g);
     }
+}
+
+static void compare(int64_t B, int64_t L, int64_t S, int64_t H, int64_t E, int64_t D,
+                    bool causal, double p)
+{
+    compare_mode(B, L, S, H, E, D, causal, p, true);
 }
 
 /* Dropout in training: the same key from the same graph seed, the same
@@ -130,6 +137,25 @@ Test(sdpa, matches_the_unfused_chain_with_dropout)
     /* key lengths of whole vectors with shallow heads: K and V transposed first */
     compare(2, 16, 16, 2, 8, 8, true, 0.2);
     compare(2, 10, 32, 3, 16, 5, false, 0.3);
+}
+
+/* Heads of at most 16 keys (F32 with AVX-512: ops/vec.c's tiny-head kernels,
+ * 16 query rows at a time, P V straight from P^T without dropout), and the
+ * same shapes with AVX-512 off (the small AVX2 kernels): query lengths over
+ * 16 and over a 64-row block, depths over 16, eval and training. */
+Test(sdpa, tiny_heads_match_the_unfused_chain)
+{
+    for (int w = 0; w < 2; w++) {
+        tg__vec_set_avx512(w ? 0 : -1);
+        compare_mode(2, 40, 16, 2, 20, 33, false, 0, false);
+        compare_mode(2, 40, 7, 3, 40, 17, false, 0.3, true);
+        compare_mode(1, 16, 16, 1, 1, 1, true, 0.2, true);
+        compare_mode(2, 13, 13, 2, 17, 16, true, 0, false);
+        compare_mode(3, 1, 1, 2, 16, 16, false, 0, true);
+        compare_mode(2, 70, 12, 4, 16, 16, false, 0, true);
+        compare_mode(2, 12, 12, 4, 16, 16, false, 0.1, false);
+    }
+    tg__vec_set_avx512(-1);
 }
 
 /* The mask did drop entries: training differs from eval, and dropping changes
