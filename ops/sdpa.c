@@ -88,6 +88,32 @@ static void TG_F(sdpa_mm)(const sdpa_ctx *c, bool ta, bool tb, int64_t M, int64_
     TG_F(tg_gemm)(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+#if TG_KERNELS == 32 && TG_VEC
+/* Tiny heads (c->tiny): rows [i0, i0 + rows) of head bh, 16 at a time, P^T
+ * made by tg__vec_attn_rows16 (stats written when make_stats, else read),
+ * then y = P V straight from it (y != NULL), or P transposed back into p
+ * (row stride ncols). bt holds Q^T, then P^T after max(E, D) rows of 16. */
+static void sdpa_tiny_rows(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t rows,
+                           int64_t ncols, bool make_stats, float *p, float *y, float *bt)
+{
+    const tg_node *n = c->n;
+    const int64_t b = bh / c->H, h = bh % c->H, E = c->E, D = c->D, HE = c->H * E,
+                  HD = c->H * D;
+    const float *q = HEAD((const float *)n->in[0]->value.data, c->L, E) + i0 * HE;
+    const float *k = HEAD((const float *)n->in[1]->value.data, c->S, E);
+    const float *v = HEAD((const float *)n->in[2]->value.data, c->S, D);
+    double *st = (double *)n->buf[0].data + 2 * (bh * c->L + i0);
+    float *pt = bt + SDPA_TINY * (E > D ? E : D);
+    for (int64_t r0 = 0; r0 < rows; r0 += SDPA_TINY) {
+        const int64_t nr = rows - r0 < SDPA_TINY ? rows - r0 : SDPA_TINY;
+        tg__vec_attn_rows16(q + r0 * HE, HE, E, k, HE, nr, ncols, i0 + r0, c->causal,
+                            (float)c->scale, st + 2 * r0, !make_stats, pt, bt);
+        if (y) tg__vec_attn_pv16(pt, nr, ncols, v, HD, D, y + r0 * HD, HD);
+        else   tg__vec_transpose16(pt, SDPA_TINY, ncols, nr, p + r0 * ncols, ncols);
+    }
+}
+#endif
+
 /* rows [i0, i0 + rows) of head bh: S = Q K^T into p (row stride ncols), then
  * P (stats from st, or computed into st when make_stats). The forward and the
  * backward both make P here, with the same arithmetic, so they agree bit for
@@ -101,14 +127,8 @@ static void TG_F(sdpa_probs)(const sdpa_ctx *c, int64_t bh, int64_t i0, int64_t 
     const TG_T *k = HEAD((const TG_T *)n->in[1]->value.data, c->S, E);
     const TG_T scale = (TG_T)c->scale;
 #if TG_KERNELS == 32 && TG_VEC
-    if (c->tiny) {   /* 16 rows at a time, P^T (pt) transposed back into p */
-        float *pt = bt + SDPA_TINY * (E > c->D ? E : c->D);
-        for (int64_t r0 = 0; r0 < rows; r0 += SDPA_TINY) {
-            const int64_t nr = rows - r0 < SDPA_TINY ? rows - r0 : SDPA_TINY;
-            tg__vec_attn_rows16(q + r0 * HE, HE, E, k, HE, nr, ncols, i0 + r0, c->causal, scale,
-                                st + 2 * (bh * c->L + i0 + r0), !make_stats, pt, bt);
-            tg__vec_transpose16(pt, SDPA_TINY, ncols, nr, p + r0 * ncols, ncols);
-        }
+    if (c->tiny) {
+        sdpa_tiny_rows(c, bh, i0, rows, ncols, make_stats, p, NULL, bt);
         return;
     }
 #endif
@@ -162,18 +182,8 @@ static void TG_F(sdpa_forward_item)(const sdpa_ctx *c, int64_t item, TG_T *p, TG
     const TG_T *v = HEAD((const TG_T *)n->in[2]->value.data, c->S, D);
     TG_T *y = HEAD((TG_T *)n->value.data, c->L, D) + i0 * HD;
 #if TG_KERNELS == 32 && TG_VEC
-    if (c->tiny && c->mode == SDPA_COPY) {   /* P V straight from P^T */
-        const int64_t E = c->E, HE = c->H * E;
-        const float *q = HEAD((const float *)n->in[0]->value.data, c->L, E) + i0 * HE;
-        const float *k = HEAD((const float *)n->in[1]->value.data, c->S, E);
-        float *pt = bt + SDPA_TINY * (E > D ? E : D);
-        for (int64_t r0 = 0; r0 < rows; r0 += SDPA_TINY) {
-            const int64_t nr = rows - r0 < SDPA_TINY ? rows - r0 : SDPA_TINY;
-            tg__vec_attn_rows16(q + r0 * HE, HE, E, k, HE, nr, ncols, i0 + r0, c->causal,
-                                (float)c->scale, (double *)n->buf[0].data + 2 * (bh * c->L + i0 + r0),
-                                false, pt, bt);
-            tg__vec_attn_pv16(pt, nr, ncols, v, HD, D, y + r0 * HD, HD);
-        }
+    if (c->tiny && c->mode == SDPA_COPY) {   /* P V straight from P^T, P not stored */
+        sdpa_tiny_rows(c, bh, i0, rows, ncols, true, NULL, y, bt);
         return;
     }
 #endif

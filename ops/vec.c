@@ -23,6 +23,9 @@
  *   tanh(x): |x| < 0.625: x + x^3 P(x^2), P of degree 4 (relative 4e-9);
  *            above: sign(x) (1 - 2 / (exp(2|x|) + 1)), |x| clamped at 10.
  *
+ * The fused attention's tiny heads (at most 16 keys, AVX-512) have their
+ * rows here too, sharing vexp16: tg__vec_attn_rows16, tg__vec_attn_pv16.
+ *
  * Not here: -ffast-math style shortcuts (NaN and inf follow IEEE, as the
  * portable path), F64, the strided rows.
  */
@@ -188,11 +191,6 @@ bool tg__vec_set_avx512(int mode) { return switch_set(&avx512_sw, mode); }
 #define VM_STORE(p, v, rem, m) _mm512_mask_storeu_ps((p), (m), (v))
 #include "vec_math.h"   /* (it #undefs the VM_ macros) */
 
-#define FOR_LANES(i, n)                                                         \
-    for (int64_t i = 0, rem_ = (n); rem_ > 0; i += 8, rem_ -= 8)
-/* inside FOR_LANES: the number of valid lanes from i (>= 8 means all) */
-#define REM rem_
-
 #define MAP(name, fn)                                                           \
     AVX2 void name(const float *x, float *y, int64_t n)                         \
     {                                                                           \
@@ -263,29 +261,9 @@ AVX512 static inline __m512 from16_d(__m512d lo, __m512d hi)
 }
 #define TAIL16(rem) ((rem) >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rem)) - 1))
 
-/* One register of at most 16 entries (lanes outside m are 0 in x): the steps
- * of the loops below for a single vector, so the same bits. */
-AVX512 static inline __m512 softmax16_one(__m512 x, __mmask16 m, float scale, float *max,
-                                          double *rsum, bool given)
-{
-    const __m512 ninf = _mm512_set1_ps(-INFINITY);
-    const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(scale));
-    if (!given) *max = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_blend_ps(m, ninf, z), ninf));
-    const __m512 e = _mm512_maskz_mov_ps(m, vexp16(_mm512_sub_ps(z, _mm512_set1_ps(*max))));
-    if (!given) *rsum = 1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo16_d(e), hi16_d(e)));
-    const __m512d r = _mm512_set1_pd(*rsum);
-    return from16_d(_mm512_mul_pd(lo16_d(e), r), _mm512_mul_pd(hi16_d(e), r));
-}
-
 AVX512 static void softmax_row_stats16(const float *x, float *y, int64_t n, float scale,
                                        float *max, double *rsum, bool given)
 {
-    if (n <= 16) {
-        const __mmask16 m = TAIL16(n);
-        _mm512_mask_storeu_ps(y, m, softmax16_one(_mm512_maskz_loadu_ps(m, x), m, scale, max,
-                                                  rsum, given));
-        return;
-    }
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     float mxs = given ? *max : -INFINITY;
     if (!given) {
@@ -407,14 +385,23 @@ AVX512 void tg__vec_attn_pv16(const float *pt, int64_t rows, int64_t n, const fl
         const int64_t nr = rows - r0 < 8 ? rows - r0 : 8;
         for (int64_t d0 = 0; d0 < D; d0 += 16) {
             const __mmask16 dm = TAIL16(D - d0);
-            __m512 acc[8];
-            for (int u = 0; u < 8; u++) acc[u] = _mm512_setzero_ps();
+            /* (named accumulators: an array of them was kept on the stack by gcc,
+             * every FMA a load and a store, 30% slower on some stack offsets) */
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+                   a6 = a0, a7 = a0;
             for (int64_t j = 0; j < n; j++) {
                 const __m512 vj = _mm512_maskz_loadu_ps(dm, v + j * ldv + d0);
                 const float *pj = pt + 16 * j + r0;
-                for (int u = 0; u < 8; u++)
-                    acc[u] = _mm512_fmadd_ps(_mm512_set1_ps(pj[u]), vj, acc[u]);
+                a0 = _mm512_fmadd_ps(_mm512_set1_ps(pj[0]), vj, a0);
+                a1 = _mm512_fmadd_ps(_mm512_set1_ps(pj[1]), vj, a1);
+                a2 = _mm512_fmadd_ps(_mm512_set1_ps(pj[2]), vj, a2);
+                a3 = _mm512_fmadd_ps(_mm512_set1_ps(pj[3]), vj, a3);
+                a4 = _mm512_fmadd_ps(_mm512_set1_ps(pj[4]), vj, a4);
+                a5 = _mm512_fmadd_ps(_mm512_set1_ps(pj[5]), vj, a5);
+                a6 = _mm512_fmadd_ps(_mm512_set1_ps(pj[6]), vj, a6);
+                a7 = _mm512_fmadd_ps(_mm512_set1_ps(pj[7]), vj, a7);
             }
+            const __m512 acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
             for (int64_t u = 0; u < nr; u++) _mm512_mask_storeu_ps(y + (r0 + u) * ldy + d0, dm, acc[u]);
         }
     }
@@ -664,58 +651,6 @@ AVX2 void tg__vec_gelu_backward(const float *x, const float *dy, float *dx, int6
 {
     if (tg__vec_avx512_on()) gelu_backward_row16(x, dy, dx, n, tanh_form, fresh);
     else gelu_backward_row(x, dy, dx, n, tanh_form, fresh);
-}
-
-/* ---- dropout ---- */
-
-/* tg__lowbias32 (ops_internal.h), 8 lanes */
-AVX2 static inline __m256i lowbias32_v(__m256i x)
-{
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x7feb352du));
-    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
-    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x846ca68bu));
-    return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
-}
-
-/* The bits of tg__drop_bits for 8 consecutive elements from i (the lanes'
- * low words do not wrap: the caller checks), compared with the threshold:
- * all-ones lanes where kept. */
-AVX2 static inline __m256i drop_keep(int64_t i, uint64_t key, __m256i thr_biased)
-{
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i x = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)(uint64_t)i), lane);
-    x = lowbias32_v(_mm256_xor_si256(x, _mm256_set1_epi32((int)(uint32_t)key)));
-    x = _mm256_xor_si256(x, _mm256_set1_epi32((int)((uint32_t)((uint64_t)i >> 32) ^
-                                                    (uint32_t)(key >> 32))));
-    x = lowbias32_v(x);
-    /* unsigned x >= t  <=>  !(t > x), compared signed with the top bits flipped */
-    __m256i xb = _mm256_xor_si256(x, _mm256_set1_epi32((int)0x80000000u));
-    return _mm256_xor_si256(_mm256_cmpgt_epi32(thr_biased, xb), _mm256_set1_epi32(-1));
-}
-
-AVX2 void tg__vec_dropout(const float *src, float *dst, int64_t n, int64_t i0, uint64_t key,
-                          uint64_t threshold, float scale, int mode)
-{
-    const __m256i tb = _mm256_set1_epi32((int)((uint32_t)threshold ^ 0x80000000u));
-    const v8f vs = K(scale);
-    FOR_LANES(j, n) {
-        const int64_t i = i0 + j, cnt = REM < 8 ? REM : 8;
-        __m256i m = tail_mask(cnt);
-        v8f keep;
-        if ((uint32_t)(uint64_t)i <= 0xfffffff8u) {
-            keep = _mm256_and_ps(vs, _mm256_castsi256_ps(drop_keep(i, key, tb)));
-        } else {   /* the low word wraps inside these 8: element by element */
-            float f[8] = {0};
-            for (int64_t l = 0; l < cnt; l++)
-                f[l] = tg__drop_bits(key, i + l) >= threshold ? scale : 0.0f;
-            keep = _mm256_loadu_ps(f);
-        }
-        v8f v = _mm256_mul_ps(ld(src + j, REM, m), keep);
-        if (mode == 1) v = _mm256_add_ps(ld(dst + j, REM, m), v);
-        else if (mode == 2) v = _mm256_add_ps(_mm256_setzero_ps(), v);
-        st(dst + j, v, REM, m);
-    }
 }
 
 #endif /* TG_VEC */

@@ -128,7 +128,7 @@ void tg__vec_gemm_nt16(int64_t M, int64_t N, int64_t K, float alpha, const float
 void tg__vec_transpose16(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt,
                          int64_t ldbt);
 
-/* Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
+/* (ops/vec_dropout.c) Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
  * (ops/ops_internal.h) with this key and threshold (element kept when its
  * bits >= threshold, threshold < 2^32), m = keep ? scale : 0:
  *   mode 0: dst = src * m;  mode 1: dst += src * m;  mode 2: dst = 0 + src * m */

@@ -1,7 +1,7 @@
 /*
- * vec_lanes.h - the AVX2 lane helpers of ops/vec.c and ops/vec_gemm.c: the
+ * vec_lanes.h - the AVX2 lane helpers of ops/vec.c, vec_gemm.c and vec_dropout.c: the
  * target attributes, vector types, row tails (masked loads and stores),
- * constants, double halves and horizontal sums. Library-private; include
+ * constants, double halves, horizontal sums, row loops. Library-private; include
  * only inside `#if TG_VEC` after <immintrin.h>.
  */
 #ifndef TG_VEC_LANES_H
@@ -63,5 +63,11 @@ AVX2 static inline float hmax(v8f a)
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
     return _mm_cvtss_f32(m);
 }
+
+/* a row of n in steps of 8 lanes; inside, REM is the number of valid lanes
+ * from i (>= 8 means all) */
+#define FOR_LANES(i, n)                                                         \
+    for (int64_t i = 0, rem_ = (n); rem_ > 0; i += 8, rem_ -= 8)
+#define REM rem_
 
 #endif
