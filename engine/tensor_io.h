@@ -80,7 +80,14 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
 
 /* Write a file through fn(f, ctx) into "<path>.tmp.<pid>", flush, fsync, and
  * rename over path; on any failure the temporary file is removed and path is
- * untouched. fn returns TG_OK or an error (with tg_set_error). */
+ * untouched. fn returns TG_OK or an error (with tg_set_error).
+ * That holds for a regular file or a path that does not exist yet. A symlink
+ * to a regular file: the file it points to is replaced (the temporary file
+ * goes beside it) and the link stays. A path that exists and is not a regular
+ * file or a directory (a device such as /dev/null, a FIFO, a socket, or a
+ * symlink to one) is opened and written in place, never replaced. "-" means
+ * stdout (written through a duplicate of fd 1 and flushed; a failed write is
+ * this call's error). Paths of PATH_MAX bytes or more are TG_ERR_INVALID. */
 tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx), void *ctx);
 
 /* Read a whole file into a new buffer (free with tg_free); refuses files

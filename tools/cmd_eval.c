@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "outputs.h"
 #include "train_loop.h"
 
 #define CMD "eval"
@@ -74,6 +75,11 @@ static int run(int argc, char **argv)
                     "model, its config, the data, the split or the scaler)", ckpt);
         goto done;
     }
+    /* the data is the checkpoint's unless --data says otherwise */
+    const tg_cli_file in[] = {{"--checkpoint", ckpt},
+                              {data ? "--data" : "(the checkpoint's data)", data ? data : cdata}};
+    const tg_cli_file out_file = {"--predictions", preds};
+    if (tg_cli_check_outputs(CMD, in, 2, &out_file, 1)) goto done;
     if (!set_split && tg_split_parse(csplit, &split)) {
         tg_cli_fail(CMD, "--checkpoint %s: %s", ckpt, tg_last_error());
         goto done;
@@ -122,12 +128,14 @@ static int run(int argc, char **argv)
     if (tg_tl_baselines(CMD, &td, &rl, &tm)) goto done;
     char sp[64];
     tg_split_format(&split, sp, sizeof sp);
-    printf("%s (epoch %lld of its run) on %s, split %s: %lld test windows\n", model,
+    /* with --predictions - the forecasts are stdout: the report goes to stderr */
+    FILE *rep = preds && !strcmp(preds, "-") ? stderr : stdout;
+    fprintf(rep, "%s (epoch %lld of its run) on %s, split %s: %lld test windows\n", model,
            (long long)ck.epoch, td.d->source, sp, (long long)td.test.count);
     if (preds)
-        printf("forecasts [%lld, %lld, %lld] (%s units) -> %s\n", (long long)td.test.count,
+        fprintf(rep, "forecasts [%lld, %lld, %lld] (%s units) -> %s\n", (long long)td.test.count,
                (long long)m.pred_len, (long long)m.cols, inverse ? "data" : "scaled", preds);
-    tg_tl_print_result(stdout, &test, rl, tm);
+    tg_tl_print_result(rep, &test, rl, tm);
     rc = 0;
 done:
     tg_tensor_free(out);
@@ -154,7 +162,8 @@ const tg_cli_cmd tg_cmd_eval = {
         "  --data, --split   other data or another split (default: the run's); the\n"
         "                    scaler stays the one fitted on the run's training rows\n"
         "  --predictions     write the forecasts [test windows, pred_len, channels],\n"
-        "                    float32, in scaled units (--inverse: in the data's units)\n\n"
+        "                    float32, in scaled units (--inverse: in the data's units);\n"
+        "                    - writes them to stdout (and the report to stderr)\n\n"
         "examples:\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n"
         "  tgraph eval --checkpoint runs/etth1/best.safetensors --predictions pred.npy\n",

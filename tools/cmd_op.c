@@ -14,6 +14,7 @@
 #include "args.h"
 #include "cli.h"
 #include "op_table.h"
+#include "outputs.h"
 
 typedef struct {
     const char *path[TG_OP_MAX_OUTPUTS];
@@ -27,6 +28,24 @@ static int add_file(tg_args *a, file_list *l, int max)
     if (l->n == max) return tg_cli_fail("op", "more than %d %s files", max, a->flag);
     l->path[l->n++] = v;
     return 0;
+}
+
+/* No --out or --grad may be an --in or --grad-output file, or another
+ * output (see tools/outputs.h); checked before anything is read or written. */
+static int check_files(const file_list *ins, const file_list *dys, const file_list *outs,
+                       const file_list *grads)
+{
+    tg_cli_file in[TG_OP_MAX_INPUTS + TG_OP_MAX_OUTPUTS], out[TG_OP_MAX_OUTPUTS + TG_OP_MAX_INPUTS];
+    int n_in = 0, n_out = 0;
+    for (int i = 0; i < ins->n; i++) {
+        const char *p = ins->path[i];
+        bool none = !strcmp(p, "null") || !strcmp(p, "None");
+        in[n_in++] = (tg_cli_file){"--in", none ? NULL : p};
+    }
+    for (int i = 0; i < dys->n; i++) in[n_in++] = (tg_cli_file){"--grad-output", dys->path[i]};
+    for (int i = 0; i < outs->n; i++) out[n_out++] = (tg_cli_file){"--out", outs->path[i]};
+    for (int i = 0; i < grads->n; i++) out[n_out++] = (tg_cli_file){"--grad", grads->path[i]};
+    return tg_cli_check_outputs("op", in, n_in, out, n_out);
 }
 
 /* The message of a failed input load (the loader's names the file), with a
@@ -122,6 +141,7 @@ static int run(int argc, char **argv)
         }
     }
     tg_op_names(names, sizeof names);
+    if (check_files(&ins, &dys, &outs, &grads)) goto done;
     if (!name) {
         rc = tg_cli_fail("op", "missing NAME (ops: %s; see tgraph op --help)", names);
         goto done;

@@ -9,6 +9,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "outputs.h"
 
 #define MAX_SETS 64
 
@@ -53,6 +54,8 @@ static int run(int argc, char **argv)
     const char *attn_svg = NULL, *dy_path = NULL, *grads = NULL, *arg, *v;
     tg_config *cfg = tg_config_new();
     tg_cli_inputs files = {0};
+    tg_cli_file in[TG_MAX_LAYER_INPUTS + 3] = {{0}};   /* --input files, then the others */
+    int n_in = 0;
     tg_cli_layer c = {0};
     tg_tensor *dy = NULL;
     int rc = 2;
@@ -62,6 +65,7 @@ static int run(int argc, char **argv)
             if (!tg_args_value(&a, &v) || tg_cli_set("run", cfg, v)) goto done;
         } else if (!strcmp(arg, "--input")) {
             if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &files, v)) goto done;
+            if (n_in < TG_MAX_LAYER_INPUTS) in[n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};
         } else if (!strcmp(arg, "--weights")) {
             if (!tg_args_value(&a, &weights)) goto done;
         } else if (!strcmp(arg, "--buffers")) {
@@ -94,6 +98,12 @@ static int run(int argc, char **argv)
         rc = tg_cli_fail("run", "missing --input NAME=FILE.npy (see tgraph layers %s)", layer);
         goto done;
     }
+    in[n_in++] = (tg_cli_file){"--weights", weights};
+    in[n_in++] = (tg_cli_file){"--buffers", buffers};
+    in[n_in++] = (tg_cli_file){"--grad-output", dy_path};
+    const tg_cli_file outs[] = {{"--out", out}, {"--attn", attn}, {"--attn-svg", attn_svg},
+                                {"--grads", grads}};
+    if (tg_cli_check_outputs("run", in, n_in, outs, 4)) goto done;
     if (tg_cli_layer_build(&c, "run", layer, cfg, &files, TG_F32, NULL, dy_path != NULL)) goto done;
     if (tg_params_load(c.ps, weights, 0)) {
         rc = tg_cli_fail("run", "--weights %s", tg_last_error());

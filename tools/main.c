@@ -1,6 +1,8 @@
 /*
  * main.c - the `tgraph` command line: dispatch to subcommands.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +39,7 @@ static const tg_cli_cmd *find(const char *name)
     return NULL;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "tgraph: missing COMMAND (see tgraph --help)\n");
@@ -78,4 +80,28 @@ int main(int argc, char **argv)
             return 0;
         }
     return c->run(argc - 1, argv + 1);
+}
+
+/* coreutils' close_stdout: output that never reached stdout (a full disk, a
+ * closed file) makes the exit status 1 with one line on stderr, instead of a
+ * silent 0. A command that failed with 2 has printed its one line already;
+ * its exit status says enough. */
+static int close_stdout(int rc)
+{
+    errno = 0;
+    bool bad = fflush(stdout) != 0;
+    int err = errno;
+    bad |= ferror(stdout) != 0;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = true;
+        err = errno;
+    }
+    if (!bad || rc == 2) return rc;
+    fprintf(stderr, "tgraph: write error%s%s\n", err ? ": " : "", err ? strerror(err) : "");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    return close_stdout(dispatch(argc, argv));
 }
