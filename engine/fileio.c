@@ -219,8 +219,8 @@ tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx),
         return write_in_place(fd, "stdout (-)", fn, ctx);
     }
     if (strlen(path) >= PATH_MAX)
-        return tg_set_error(TG_ERR_INVALID, "write: path too long (%zu bytes, at most %d): %.64s...",
-                            strlen(path), PATH_MAX - 1, path);
+        return tg_set_error(TG_ERR_INVALID, "write: path too long (%zu bytes, at most %d): "
+                            "%.64s...", strlen(path), PATH_MAX - 1, path);
     /* stat, not lstat: what a symlink points to decides */
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {

@@ -59,6 +59,9 @@ static int run(int argc, char **argv)
         tg_cli_fail(CMD, "missing --checkpoint FILE.safetensors (written by tgraph train)");
         goto done;
     }
+    const tg_cli_file in[] = {{"--checkpoint", ckpt}, {"--data", data}};
+    const tg_cli_file out_file = {"--predictions", preds};
+    if (tg_cli_check_outputs(CMD, in, 2, &out_file, 1)) goto done;
     if (threads && tg_threads_set((int)threads)) {
         tg_cli_fail(CMD, "--threads %s", tg_last_error());
         goto done;
@@ -76,10 +79,8 @@ static int run(int argc, char **argv)
         goto done;
     }
     /* the data is the checkpoint's unless --data says otherwise */
-    const tg_cli_file in[] = {{"--checkpoint", ckpt},
-                              {data ? "--data" : "(the checkpoint's data)", data ? data : cdata}};
-    const tg_cli_file out_file = {"--predictions", preds};
-    if (tg_cli_check_outputs(CMD, in, 2, &out_file, 1)) goto done;
+    const tg_cli_file cdata_file = {"(the checkpoint's data)", data ? NULL : cdata};
+    if (tg_cli_check_outputs(CMD, &cdata_file, 1, &out_file, 1)) goto done;
     if (!set_split && tg_split_parse(csplit, &split)) {
         tg_cli_fail(CMD, "--checkpoint %s: %s", ckpt, tg_last_error());
         goto done;
