@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -156,6 +158,27 @@ static tg_status write_in_place(int fd, const char *name, tg_status (*fn)(FILE *
     return st;
 }
 
+/* A stream connection to the Unix socket at path (open() cannot open one);
+ * -1 with errno set. */
+static int connect_socket(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 /* "<dst>.tmp.<pid>" in a new buffer, or "<dir of dst>/.tgraph.tmp.<pid>" when
  * the suffix would make the name longer than the file system takes (the
  * file itself may still fit). NULL when out of memory. */
@@ -226,7 +249,8 @@ tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx),
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
         /* a device, FIFO or socket: written as it is, never replaced by a
          * file (as root, /dev/null would be); no O_CREAT, no O_TRUNC */
-        int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        int fd = S_ISSOCK(sb.st_mode) ? connect_socket(path)
+                                      : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
             return tg_set_error(TG_ERR_IO, "%s: cannot open for writing: %s", path,
                                 strerror(errno));

@@ -1,8 +1,8 @@
 /*
  * test_outputs.c - where outputs go (issue 17, "Outputs" 1, 3, 5):
- * tg_write_atomic writes a FIFO, a character device and "-" (stdout) in place
- * and replaces a symlink's target, not the link; names too long for the
- * temporary file's suffix still work; the CLI writes "-" and /dev/stdout to
+ * tg_write_atomic writes a FIFO, a Unix socket, a character device and "-"
+ * (stdout) in place and replaces a symlink's target, not the link; names too
+ * long for the temporary file's suffix still work; the CLI writes "-" and /dev/stdout to
  * stdout, refuses an output that is one of its inputs (also through a hard
  * link or a symlink) before writing anything, and a failed write to stdout
  * (> /dev/full) is an error with one line on stderr.
@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +163,45 @@ Test(outputs, fifo_is_written_in_place)
     pthread_join(th, NULL);
     cr_assert_str_eq(r.buf, "hello");
     cr_assert_eq(count_temps(dir), 0);
+}
+
+typedef struct {
+    int  listener;
+    char buf[64];
+} socket_reader;
+
+static void *read_socket(void *arg)
+{
+    socket_reader *r = arg;
+    int fd = accept(r->listener, NULL, NULL);
+    size_t n = 0;
+    ssize_t k;
+    while (fd >= 0 && (k = read(fd, r->buf + n, sizeof r->buf - 1 - n)) > 0) n += (size_t)k;
+    r->buf[n] = '\0';
+    if (fd >= 0) close(fd);
+    return NULL;
+}
+
+Test(outputs, unix_socket_is_written_in_place)
+{
+    socket_reader r = {.listener = socket(AF_UNIX, SOCK_STREAM, 0)};
+    cr_assert_geq(r.listener, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *p = in_dir("sock");
+    if (strlen(p) >= sizeof sa.sun_path) cr_skip_test("TMPDIR too long for a socket path");
+    strcpy(sa.sun_path, p);
+    cr_assert_eq(bind(r.listener, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+    cr_assert_eq(listen(r.listener, 1), 0);
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, read_socket, &r), 0);
+    tg_status st = tg_write_atomic(p, write_hello, NULL);
+    struct stat sb;
+    cr_assert_eq(stat(p, &sb), 0);
+    cr_assert(S_ISSOCK(sb.st_mode), "the socket was replaced by a file");
+    cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+    pthread_join(th, NULL);
+    close(r.listener);
+    cr_assert_str_eq(r.buf, "hello");
 }
 
 /* A character device like /dev/null: a node of our own where we may make one
