@@ -2,10 +2,10 @@
  * test_outputs.c - where outputs go (issue 17, "Outputs" 1, 3, 5):
  * tg_write_atomic writes a FIFO, a Unix socket, a character device and "-"
  * (stdout) in place and replaces a symlink's target, not the link; names too
- * long for the temporary file's suffix still work; the CLI writes "-" and /dev/stdout to
- * stdout, refuses an output that is one of its inputs (also through a hard
- * link or a symlink) before writing anything, and a failed write to stdout
- * (> /dev/full) is an error with one line on stderr.
+ * long for the temporary file's suffix still work; the CLI writes "-" and
+ * /dev/stdout to stdout, refuses an output that is one of its inputs (also
+ * through a hard link or a symlink) before writing anything, and a failed
+ * write to stdout (> /dev/full) is an error with one line on stderr.
  *
  * Every test works in its own mkdtemp directory. Where a test also uses the
  * system's /dev/null or /dev/stdout, it first checks a private stand-in (a

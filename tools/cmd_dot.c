@@ -157,8 +157,10 @@ const tg_cli_cmd tg_cmd_dot = {
         "  --depth N    draw every module at depth N as one box (0: everything expanded)\n"
         "  --backward   add the gradient nodes beside the forward ones\n"
         "  --svg/--png  also render with Graphviz's dot (must be installed)\n"
-        "  -o, --svg, --png: - writes to stdout (-o - without --svg/--png)\n\n"
+        "  -o -         the .dot text to stdout (--svg and --png then need -o FILE)\n"
+        "  --svg -, --png -  the rendering to stdout\n\n"
         "examples:\n  tgraph dot tsa -o tsa.dot --svg tsa.svg\n"
-        "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n",
+        "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n"
+        "  tgraph dot tsa -o - | dot -Tsvg > tsa.svg\n",
     .run = run,
 };

@@ -302,6 +302,8 @@ const tg_cli_cmd tg_cmd_op = {
         "  --grad-output  dy for each float output, in order; then\n"
         "  --grad         receives d sum(out * dy) for each float input that takes a\n"
         "                 gradient, in order (mse_loss: both; cross_entropy: not weight)\n"
+        "One --out or --grad may be - (stdout); an output that is one of the input files\n"
+        "is refused before anything is written.\n"
         "Bad attributes, files, shapes or patterns: exit status 2 and one line on stderr.\n\n"
         "ops (ATTR=TYPE: required; ATTR=value: the default; [optional input]; ... repeats):\n"
         "  einsum         torch.einsum(equation, *operands)\n"
