@@ -238,7 +238,8 @@ tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx),
          * write is this call's error, and stdout's own stream stays clean */
         fflush(stdout);
         int fd = dup(STDOUT_FILENO);
-        if (fd < 0) return tg_set_error(TG_ERR_IO, "stdout (-): cannot write: %s", strerror(errno));
+        if (fd < 0)
+            return tg_set_error(TG_ERR_IO, "stdout (-): cannot write: %s", strerror(errno));
         return write_in_place(fd, "stdout (-)", fn, ctx);
     }
     if (strlen(path) >= PATH_MAX)

@@ -585,6 +585,47 @@ Test(outputs, cli_eval_predictions_onto_the_checkpoint)
                    c, fx);
 }
 
+/* A real checkpoint: its own file and its training data are inputs of eval;
+ * --predictions - puts the forecasts on stdout and the report on stderr. */
+Test(outputs, cli_eval_with_a_checkpoint)
+{
+    char csv[PATH_MAX], ck[PATH_MAX], run_dir[PATH_MAX];
+    snprintf(csv, sizeof csv, "%s", in_dir("tiny.csv"));
+    snprintf(ck, sizeof ck, "%s", in_dir("t/best.safetensors"));
+    snprintf(run_dir, sizeof run_dir, "%s", in_dir("t"));
+    copy_file(fixture("train/tiny.csv"), csv);
+    tool_run *r = malloc(sizeof *r);
+    cr_assert_not_null(r);
+    run_tool(r, NULL, TT_ARGS("train", "--data", csv, "--split", "24,8,8", "--model",
+                              "linear_forecast", "--set", "seq_len=6", "--set", "pred_len=3",
+                              "--batch-size", "4", "--epochs", "1", "--threads", "1", "--out",
+                              run_dir));
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    char *before = NULL, *csv_before = NULL;
+    size_t n_before, n_csv;
+    before = slurp(ck, &n_before);
+    csv_before = slurp(csv, &n_csv);
+    tt_expect_cli_error(TT_ARGS("eval", "--checkpoint", ck, "--predictions", ck),
+                        "is the same file as input --checkpoint", NULL);
+    tt_expect_cli_error(TT_ARGS("eval", "--checkpoint", ck, "--predictions", csv),
+                        "is the same file as input (the checkpoint's data)", NULL);
+    size_t n;
+    char *after = slurp(ck, &n);
+    cr_assert(n == n_before && !memcmp(after, before, n), "the checkpoint changed");
+    tg_free(after);
+    after = slurp(csv, &n);
+    cr_assert(n == n_csv && !memcmp(after, csv_before, n), "the data changed");
+    tg_free(after);
+    tg_free(before);
+    tg_free(csv_before);
+    /* --predictions -: the forecasts on stdout, the report on stderr */
+    run_tool(r, NULL, TT_ARGS("eval", "--checkpoint", ck, "--predictions", "-"));
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    cr_assert(r->out_len > 6 && !memcmp(r->out, "\x93NUMPY", 6), "stdout is not a .npy");
+    cr_assert_not_null(strstr(r->err, "test mse="), "the report is not on stderr: %s", r->err);
+    free(r);
+}
+
 /* `> /dev/full`: the command's stdout never arrives, so it must not exit 0. */
 Test(outputs, stdout_write_errors_fail)
 {

@@ -65,7 +65,7 @@ static int run(int argc, char **argv)
             if (!tg_args_value(&a, &v) || tg_cli_set("run", cfg, v)) goto done;
         } else if (!strcmp(arg, "--input")) {
             if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &files, v)) goto done;
-            if (n_in < TG_MAX_LAYER_INPUTS) in[n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};
+            in[n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */
         } else if (!strcmp(arg, "--weights")) {
             if (!tg_args_value(&a, &weights)) goto done;
         } else if (!strcmp(arg, "--buffers")) {
