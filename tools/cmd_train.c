@@ -448,13 +448,14 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
                     (long long)epoch + 1, (long long)k + 1, tg_last_error());
             return 1;
         }
-        if (loss > TG_TL_ABSURD_MSE) {
+        /* before any update the loss measures the data and the init: an absurd
+         * one is theirs (later, a diverging run ends in a NaN/Inf named above) */
+        if (ck->step == 0 && loss > TG_TL_ABSURD_MSE) {
             if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: the training loss %.3g "
-                    "is absurd (scaled units, where the training mean scores about 1): the data "
-                    "or the configuration is at fault (a column nearly constant over the "
-                    "training rows? a learning rate too large?)\n", (long long)epoch + 1,
-                    (long long)k + 1, loss);
+            fprintf(stderr, "tgraph train: stopped at epoch 1 step 1: the training loss %.3g "
+                    "before any update is absurd (scaled units, where the training mean scores "
+                    "about 1): the data or the configuration is at fault (a column nearly "
+                    "constant over the training rows?)\n", loss);
             return 1;
         }
         const char *bad = bad_grad(m->ps);
