@@ -442,6 +442,11 @@ Test(train_safety, resume_on_other_data_is_refused_unless_asked_naming_both)
     cr_assert_str_eq(tg_checkpoint_meta(&k, "data"), rb);
     cr_assert_eq(k.best_epoch, 3, "the best epoch was not chosen again on the new data");
     tg_checkpoint_clear(&k);
+    /* the run's own file edited in place: refused too, though no --data was given */
+    write_csv(b, 0, 0, 1, 0.25);
+    expect_refusal(TT_ARGS("train", "--resume", ck, "--epochs", "4"),
+                   (const char *const[]){"the run's data changed since", rb,
+                                         "--allow-data-change", NULL});
 }
 
 Test(train_safety, stored_data_path_is_absolute_so_eval_works_from_another_directory)

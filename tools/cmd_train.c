@@ -372,6 +372,11 @@ static int check_resume_data(const settings *s, tg_checkpoint *run, tg_checkpoin
     char was[4400], now[4400];
     describe_id(was, sizeof was, old, osize, ohash);
     describe_id(now, sizeof now, new_builtin ? TG_BUILTIN_DATA : id->path, nsize, nhash);
+    if (!s->allow_data_change && !s->set_data)
+        return tg_cli_fail(CMD, "the run's data changed since %s was written (now %s; then %s): "
+                           "the run's scaler and best validation MSE belong to the old bytes; to "
+                           "continue training on them anyway add --allow-data-change", run->path,
+                           now, was);
     if (!s->allow_data_change)
         return tg_cli_fail(CMD, "--data %s (%s) is not the data of the run in %s (%s): the run's "
                            "scaler and best validation MSE belong to that data; to continue "
@@ -608,13 +613,14 @@ static int run(int argc, char **argv)
             goto done;
         }
         if (get_settings(&resume_ck, &s, cfg)) goto done;
+        size_t src_len = strlen("the config of checkpoint ") + strlen(s.resume) + 1;
         if (!(resume_dir = tg_tl_dirname(s.resume)) ||
             !(resume_best = tg_tl_path_join(resume_dir, "best.safetensors")) ||
-            !(cfg_src = tg_tl_path_join("the config of checkpoint", s.resume))) {
+            !(cfg_src = malloc(src_len))) {
             tg_cli_fail(CMD, "out of memory");
             goto done;
         }
-        cfg_src[strlen("the config of checkpoint")] = ' ';
+        snprintf(cfg_src, src_len, "the config of checkpoint %s", s.resume);
         if (!s.set_out) s.out = resume_dir;   /* continue in the checkpoint's directory */
         if (!s.set_data && strcmp(s.data, TG_BUILTIN_DATA) && access(s.data, R_OK) != 0) {
             tg_cli_fail(CMD, "the run's data %s (stored in %s) cannot be read: %s; give its new "
