@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "internal.h"
@@ -300,22 +301,31 @@ tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, doubl
 tg_status tg_file_id_of(const char *path, tg_file_id *id)
 {
     memset(id, 0, sizeof *id);
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    unsigned char buf[1 << 16];
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     uint64_t h = 0xcbf29ce484222325ull, n = 0;   /* FNV-1a 64 */
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
-        n += got;
+    if (S_ISREG(sb.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        unsigned char buf[1 << 16];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+            for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
+            n += got;
+        }
+        int err = ferror(f);
+        fclose(f);
+        if (err) return tg_set_error(TG_ERR_IO, "%s: read error", path);
+        id->regular = true;
+    } else {
+        h = 0;
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) return tg_set_error(TG_ERR_IO, "%s: read error", path);
-    char *abs = realpath(path, NULL);
-    if (!abs) return tg_set_error(TG_ERR_IO, "%s: cannot resolve its absolute path: %s", path,
-                                  strerror(errno));
-    id->path = tg__strdup(abs);
+    char *abs = realpath(path, NULL);   /* /dev/stdin on a pipe has none: kept as given */
+    if (!abs && id->regular)
+        return tg_set_error(TG_ERR_IO, "%s: cannot resolve its absolute path: %s", path,
+                            strerror(errno));
+    id->path = tg__strdup(abs ? abs : path);
     free(abs);   /* realpath's buffer comes from malloc */
     if (!id->path) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
     id->size = n;

@@ -91,12 +91,14 @@ tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, doubl
  * trained on: its absolute path (symbolic links resolved), its size and a
  * 64-bit FNV-1a hash of its bytes. Free with tg_file_id_clear. */
 typedef struct tg_file_id {
-    char    *path;   /* absolute, owned */
+    char    *path;      /* absolute, owned */
+    bool     regular;   /* false (a FIFO, /dev/stdin): not read, size and hash 0 */
     uint64_t size;
     uint64_t hash;
 } tg_file_id;
 
-/* Read `path` whole (streamed) and fill id. TG_ERR_IO names the file. */
+/* Read `path` whole (streamed) and fill id; a file that is not a regular
+ * one is left unread (reading would consume it). TG_ERR_IO names the file. */
 tg_status tg_file_id_of(const char *path, tg_file_id *id);
 void      tg_file_id_clear(tg_file_id *id);
 

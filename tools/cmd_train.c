@@ -87,7 +87,7 @@ static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model 
     /* the data's identity: an absolute path (eval works from any directory),
      * its size and hash (a resume notices other data) */
     META("data", "%s", id->path ? id->path : s->data);
-    if (id->path) {
+    if (id->path && id->regular) {
         META("data.size", "%llu", (unsigned long long)id->size);
         META("data.fnv1a64", "%016llx", (unsigned long long)id->hash);
     }
@@ -360,18 +360,18 @@ static int check_resume_data(const settings *s, tg_checkpoint *run, tg_checkpoin
     const char *osize = tg_checkpoint_meta(run, "data.size");
     const char *ohash = tg_checkpoint_meta(run, "data.fnv1a64");
     char nsize[32] = "", nhash[32] = "";
-    if (id->path) {
-        snprintf(nsize, sizeof nsize, "%llu", (unsigned long long)id->size);
-        snprintf(nhash, sizeof nhash, "%016llx", (unsigned long long)id->hash);
-    }
+    snprintf(nsize, sizeof nsize, "%llu", (unsigned long long)id->size);
+    snprintf(nhash, sizeof nhash, "%016llx", (unsigned long long)id->hash);
     bool old_builtin = !strcmp(old, TG_BUILTIN_DATA), new_builtin = !id->path, same;
     if (old_builtin || new_builtin) same = old_builtin && new_builtin;
-    else if (osize && ohash) same = !strcmp(osize, nsize) && !strcmp(ohash, nhash);
-    else same = !s->set_data || !strcmp(old, s->data) || !strcmp(old, id->path);  /* older file */
+    else if (osize && ohash && id->regular) same = !strcmp(osize, nsize) && !strcmp(ohash, nhash);
+    else   /* an older checkpoint, or a pipe: only the path can be compared */
+        same = !s->set_data || !strcmp(old, s->data) || !strcmp(old, id->path);
     if (same) return 0;
     char was[4400], now[4400];
     describe_id(was, sizeof was, old, osize, ohash);
-    describe_id(now, sizeof now, new_builtin ? TG_BUILTIN_DATA : id->path, nsize, nhash);
+    describe_id(now, sizeof now, new_builtin ? TG_BUILTIN_DATA : id->path,
+                id->regular ? nsize : NULL, id->regular ? nhash : NULL);
     if (!s->allow_data_change && !s->set_data)
         return tg_cli_fail(CMD, "the run's data changed since %s was written (now %s; then %s): "
                            "the run's scaler and best validation MSE belong to the old bytes; to "
