@@ -375,7 +375,7 @@ static int check_resume_data(const settings *s, tg_checkpoint *run, tg_checkpoin
     if (!s->allow_data_change && !s->set_data)
         return tg_cli_fail(CMD, "the run's data changed since %s was written (now %s; then %s): "
                            "the run's scaler and best validation MSE belong to the old bytes; to "
-                           "continue training on them anyway add --allow-data-change", run->path,
+                           "continue on the new bytes anyway add --allow-data-change", run->path,
                            now, was);
     if (!s->allow_data_change)
         return tg_cli_fail(CMD, "--data %s (%s) is not the data of the run in %s (%s): the run's "
