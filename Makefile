@@ -132,7 +132,7 @@ test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
 	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
-	$(TOOL) train --out $(BUILD)/train
+	$(TOOL) train --out $(BUILD)/train --overwrite
 
 # ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
 diagrams: $(TOOL)

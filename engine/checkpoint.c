@@ -4,11 +4,13 @@
  * Not here: deciding when to save or what a run's configuration means - the
  * caller puts its configuration into string metadata and reads it back.
  */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "internal.h"
@@ -262,6 +264,79 @@ static tg_status meta_f64(const tg_checkpoint *ck, const char *path, const char 
                             "number", path, key, s);
     *out = v;
     return TG_OK;
+}
+
+tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64_t min,
+                                 int64_t max, int64_t *out)
+{
+    const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
+    if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < min || v > max)
+        return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected an "
+                            "integer in [%lld, %lld]", path, key, s, (long long)min,
+                            (long long)max);
+    *out = v;
+    return TG_OK;
+}
+
+tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, double min, double max,
+                                 double *out)
+{
+    const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
+    if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v) || v < min || v > max)
+        return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected a "
+                            "number in [%g, %g]", path, key, s, min, max);
+    *out = v;
+    return TG_OK;
+}
+
+/* ---- the identity of a data file ---- */
+
+tg_status tg_file_id_of(const char *path, tg_file_id *id)
+{
+    memset(id, 0, sizeof *id);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    uint64_t h = 0xcbf29ce484222325ull, n = 0;   /* FNV-1a 64 */
+    if (S_ISREG(sb.st_mode)) {
+        FILE *f = fopen(path, "rb");
+        if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        unsigned char buf[1 << 16];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+            for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
+            n += got;
+        }
+        int err = ferror(f);
+        fclose(f);
+        if (err) return tg_set_error(TG_ERR_IO, "%s: read error", path);
+        id->regular = true;
+    } else {
+        h = 0;
+    }
+    char *abs = realpath(path, NULL);   /* /dev/stdin on a pipe has none: kept as given */
+    if (!abs && id->regular)
+        return tg_set_error(TG_ERR_IO, "%s: cannot resolve its absolute path: %s", path,
+                            strerror(errno));
+    id->path = tg__strdup(abs ? abs : path);
+    free(abs);   /* realpath's buffer comes from malloc */
+    if (!id->path) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
+    id->size = n;
+    id->hash = h;
+    return TG_OK;
+}
+
+void tg_file_id_clear(tg_file_id *id)
+{
+    tg__free(id->path);
+    memset(id, 0, sizeof *id);
 }
 
 /* A tensor of the file with the given dtype and rank-1 length (len < 0: any). */

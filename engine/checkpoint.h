@@ -79,6 +79,29 @@ const char *tg_checkpoint_meta(const tg_checkpoint *ck, const char *key);   /* N
 /* Append one history row (TG_CKPT_HISTORY_COLS values). */
 tg_status   tg_checkpoint_add_history(tg_checkpoint *ck, const double *row);
 
+/* A metadata entry as an integer in [min, max], or a finite number in
+ * [min, max]: anything else (missing, "nan", "1.5", "12abc", out of range) is
+ * TG_ERR_FORMAT naming the file, the key and the value. */
+tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64_t min,
+                                 int64_t max, int64_t *out);
+tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, double min, double max,
+                                 double *out);
+
+/* The identity of a data file, for a checkpoint to record what it was
+ * trained on: its absolute path (symbolic links resolved), its size and a
+ * 64-bit FNV-1a hash of its bytes. Free with tg_file_id_clear. */
+typedef struct tg_file_id {
+    char    *path;      /* absolute, owned */
+    bool     regular;   /* false (a FIFO, /dev/stdin): not read, size and hash 0 */
+    uint64_t size;
+    uint64_t hash;
+} tg_file_id;
+
+/* Read `path` whole (streamed) and fill id; a file that is not a regular
+ * one is left unread (reading would consume it). TG_ERR_IO names the file. */
+tg_status tg_file_id_of(const char *path, tg_file_id *id);
+void      tg_file_id_clear(tg_file_id *id);
+
 /* Write ps (and o's state and counters when o is not NULL) with ck, atomically. */
 tg_status tg_checkpoint_save(const char *path, const tg_params *ps, const tg_optim *o,
                              const tg_checkpoint *ck);

@@ -4,9 +4,11 @@
  * the scaler all come from the checkpoint), optionally on other data, with
  * the forecasts written as .npy.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -72,10 +74,20 @@ static int run(int argc, char **argv)
     }
     const char *model = tg_checkpoint_meta(&ck, "model"), *config = tg_checkpoint_meta(&ck, "config");
     const char *cdata = tg_checkpoint_meta(&ck, "data"), *csplit = tg_checkpoint_meta(&ck, "split");
-    const char *batch = tg_checkpoint_meta(&ck, "batch_size");
-    if (!model || !config || !cdata || !csplit || !batch || !ck.scaler) {
+    int64_t batch = 0;
+    if (!model || !config || !cdata || !csplit || !tg_checkpoint_meta(&ck, "batch_size") ||
+        !ck.scaler) {
         tg_cli_fail(CMD, "--checkpoint %s: not a checkpoint of tgraph train (metadata lacks the "
                     "model, its config, the data, the split or the scaler)", ckpt);
+        goto done;
+    }
+    if (tg_checkpoint_meta_int(&ck, "batch_size", 1, 4096, &batch)) {
+        tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
+        goto done;
+    }
+    if (!data && strcmp(cdata, TG_BUILTIN_DATA) && access(cdata, R_OK) != 0) {
+        tg_cli_fail(CMD, "the run's data %s (stored in %s) cannot be read: %s; give its new "
+                    "place with --data FILE.csv", cdata, ckpt, strerror(errno));
         goto done;
     }
     /* the data is the checkpoint's unless --data says otherwise */
@@ -92,7 +104,9 @@ static int run(int argc, char **argv)
                     td.d->source, (long long)td.d->cols, (long long)ck.scaler->cols);
         goto done;
     }
-    if (tg_tl_model_build(CMD, &m, model, cfg, td.d->cols, atoll(batch), NULL)) goto done;
+    char src[64 + 4096];
+    snprintf(src, sizeof src, "the config of checkpoint %.4000s", ckpt);
+    if (tg_tl_model_build(CMD, &m, model, cfg, src, td.d->cols, batch, NULL)) goto done;
     if (tg_checkpoint_restore_params(&ck, m.ps)) {
         tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
         goto done;
@@ -105,7 +119,7 @@ static int run(int argc, char **argv)
         goto done;
     }
     tg_tl_metrics test;
-    if (tg_tl_evaluate(CMD, &m, &td.test, &test, pred)) {
+    if (tg_tl_evaluate(CMD, "evaluation", &m, &td.test, &test, pred)) {
         rc = 1;
         goto done;
     }

@@ -8,10 +8,15 @@
  * Not here: the data pipeline and evaluation (train_loop.c), the model
  * (layers/), the optimizer (engine/optim.c).
  */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -47,9 +52,11 @@ typedef struct settings {
     tg_optim_kind  optim;
     bool           progress;   /* a bar on stderr */
     bool           recompute;  /* recompute linear outputs in backward (less memory) */
+    bool           overwrite;  /* --overwrite: replace a run found in --out */
+    bool           allow_data_change;   /* --allow-data-change: resume on other data */
     /* what the command line gave explicitly */
     bool set_data, set_model, set_split, set_epochs, set_batch, set_patience, set_seed, set_lr,
-        set_lradj, set_optim, set_clip, set_wd, set_cfg;
+        set_lradj, set_optim, set_clip, set_wd, set_cfg, set_threads, set_out;
 } settings;
 
 static const char *const optim_names[TG_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw"};
@@ -67,7 +74,7 @@ static int parse_optim(const char *s, tg_optim_kind *out)
 /* ---- the run's settings in a checkpoint ---- */
 
 static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model *m,
-                        const tg_tl_data *td)
+                        const tg_tl_data *td, const tg_file_id *id)
 {
     char buf[8192];
     tg_status st = TG_OK;
@@ -77,7 +84,13 @@ static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model 
     if (tg_tl_config_format(m->layer, buf, sizeof buf))
         return tg_cli_fail(CMD, "model config too long for a checkpoint");
     if (!st) st = tg_checkpoint_set_meta(ck, "config", buf);
-    META("data", "%s", s->data);
+    /* the data's identity: an absolute path (eval works from any directory),
+     * its size and hash (a resume notices other data) */
+    META("data", "%s", id->path ? id->path : s->data);
+    if (id->path && id->regular) {
+        META("data.size", "%llu", (unsigned long long)id->size);
+        META("data.fnv1a64", "%016llx", (unsigned long long)id->hash);
+    }
     char sp[64];
     tg_split_format(&td->split, sp, sizeof sp);
     META("split", "%s", sp);
@@ -98,13 +111,18 @@ static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model 
     return 0;
 }
 
-static int meta_num(const tg_checkpoint *ck, const char *key, double *out)
+static int meta_int(const tg_checkpoint *ck, const char *key, int64_t lo, int64_t hi,
+                    int64_t *out)
 {
-    const char *v = tg_checkpoint_meta(ck, key);
-    char *end;
-    if (!v || !*v || (*out = strtod(v, &end), *end))
-        return tg_cli_fail(CMD, "--resume %s: metadata '%s' is %s", ck->path, key,
-                           v ? "not a number" : "missing");
+    if (tg_checkpoint_meta_int(ck, key, lo, hi, out))
+        return tg_cli_fail(CMD, "--resume %s", tg_last_error());
+    return 0;
+}
+
+static int meta_num(const tg_checkpoint *ck, const char *key, double lo, double hi, double *out)
+{
+    if (tg_checkpoint_meta_num(ck, key, lo, hi, out))
+        return tg_cli_fail(CMD, "--resume %s", tg_last_error());
     return 0;
 }
 
@@ -131,22 +149,246 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
     if (tg_split_parse(split, &s->split) || tg_lr_schedule_parse(lradj, &s->lradj))
         return tg_cli_fail(CMD, "--resume %s: %s", ck->path, tg_last_error());
     if (parse_optim(optim, &s->optim)) return 2;
-    double v;
-    if (meta_num(ck, "batch_size", &v)) return 2;
-    s->batch = (int64_t)v;
-    if (meta_num(ck, "seed", &v)) return 2;
-    s->seed = (int64_t)v;
-    if (meta_num(ck, "weight_decay", &s->weight_decay)) return 2;
-    if (!s->set_lr && meta_num(ck, "lr", &s->lr)) return 2;
-    if (!s->set_clip && meta_num(ck, "clip", &s->clip)) return 2;
-    if (!s->set_epochs) {
-        if (meta_num(ck, "epochs", &v)) return 2;
-        s->epochs = (int64_t)v;
+    /* the ranges of the command line's options */
+    if (meta_int(ck, "batch_size", 1, 4096, &s->batch) ||
+        meta_int(ck, "seed", 0, INT64_MAX, &s->seed) ||
+        meta_num(ck, "weight_decay", 0, 1e6, &s->weight_decay) ||
+        (!s->set_lr && meta_num(ck, "lr", 1e-300, 1e300, &s->lr)) ||
+        (!s->set_clip && meta_num(ck, "clip", 0, 1e300, &s->clip)) ||
+        (!s->set_epochs && meta_int(ck, "epochs", 1, 100000, &s->epochs)) ||
+        (!s->set_patience && meta_int(ck, "patience", 0, 100000, &s->patience)))
+        return 2;
+    return 0;
+}
+
+/* ---- stopping on SIGINT, SIGTERM, SIGHUP ---- */
+
+/* The handler only records the signal; the epoch loop looks at it between
+ * steps and stops at a safe point (no write half done, so no *.tmp.<pid>
+ * left). SA_RESETHAND puts the default action back as the signal arrives:
+ * a second Ctrl-C while stopping ends the process at once (the next run in
+ * the directory then removes the temporary file a write left). */
+static volatile sig_atomic_t stop_signal;
+static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[3];
+static bool installed[3];
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* A signal that is ignored when the run starts (nohup, a background job)
+ * stays ignored. */
+static void signals_install(void)
+{
+    stop_signal = 0;
+    for (int i = 0; i < 3; i++) {
+        struct sigaction sa, old;
+        if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART | SA_RESETHAND;
+        installed[i] = sigaction(stop_signals[i], &sa, &saved_actions[i]) == 0;
     }
-    if (!s->set_patience) {
-        if (meta_num(ck, "patience", &v)) return 2;
-        s->patience = (int64_t)v;
+}
+
+/* Stopping: from now on any of the three signals acts at once. */
+static void signals_default(void)
+{
+    for (int i = 0; i < 3; i++)
+        if (installed[i]) signal(stop_signals[i], SIG_DFL);
+}
+
+static void signals_restore(void)
+{
+    for (int i = 0; i < 3; i++)
+        if (installed[i]) sigaction(stop_signals[i], &saved_actions[i], NULL);
+    memset(installed, 0, sizeof installed);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal";
+}
+
+/* An argument as a POSIX shell reads it back. */
+static void put_shell_arg(FILE *f, const char *a)
+{
+    bool plain = *a != '\0';
+    for (const char *p = a; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,@%",
+                       *p) != NULL;
+    if (plain) {
+        fprintf(f, " %s", a);
+        return;
     }
+    fputs(" '", f);
+    for (const char *p = a; *p; p++)
+        if (*p == '\'') fputs("'\\''", f);
+        else fputc(*p, f);
+    fputc('\'', f);
+}
+
+/* What the run had saved when it stopped. */
+typedef struct last_saved {
+    const char *ckpt;     /* the last complete checkpoint; NULL: none */
+    int64_t     epoch;
+    bool        here;     /* written by this invocation (it holds its settings) */
+} last_saved;
+
+/* The one line after a stop signal; returns the shell's exit status for it. */
+static int report_interrupt(const settings *s, const last_saved *ls, int sig)
+{
+    signals_default();
+    if (s->progress) fprintf(stderr, "\n");
+    fflush(stdout);
+    if (!ls->ckpt) {
+        fprintf(stderr, "tgraph train: interrupted (%s) before the first epoch ended; no checkpoint "
+                "was written: run the same command again to start over\n", signal_name(sig));
+        return 128 + sig;
+    }
+    fprintf(stderr, "tgraph train: interrupted (%s); last complete checkpoint: %s (epoch %lld); "
+            "resume with: tgraph train --resume", signal_name(sig), ls->ckpt, (long long)ls->epoch);
+    put_shell_arg(stderr, ls->ckpt);
+    if (!ls->here) {
+        /* the file resumed from holds the run's settings, not this command's changes */
+        char num[64];
+        if (s->set_out) {
+            fputs(" --out", stderr);
+            put_shell_arg(stderr, s->out);
+        }
+        if (s->set_data) {
+            fputs(" --data", stderr);
+            put_shell_arg(stderr, s->data);
+            if (s->allow_data_change) fputs(" --allow-data-change", stderr);
+        }
+        if (s->set_epochs) fprintf(stderr, " --epochs %lld", (long long)s->epochs);
+        if (s->set_patience) fprintf(stderr, " --patience %lld", (long long)s->patience);
+        if (s->set_lr) {
+            snprintf(num, sizeof num, "%.17g", s->lr);
+            fprintf(stderr, " --lr %s", num);
+        }
+        if (s->set_clip) {
+            snprintf(num, sizeof num, "%.17g", s->clip);
+            fprintf(stderr, " --clip %s", num);
+        }
+    }
+    if (s->set_threads) fprintf(stderr, " --threads %lld", (long long)s->threads);
+    if (s->recompute) fputs(" --recompute", stderr);
+    fputc('\n', stderr);
+    return 128 + sig;
+}
+
+/* ---- the output directory ---- */
+
+/* Whether two paths name the same existing directory. */
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The run files (checkpoint, best weights, metrics) present in rf->dir, as
+ * "a, b, c" into buf; false when there are none. */
+static bool run_files_present(const tg_tl_files *rf, char *buf, size_t len)
+{
+    const char *paths[3] = {rf->ckpt, rf->best, rf->csv};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 3; i++)
+        if (access(paths[i], F_OK) == 0)
+            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
+                                   tg_tl_run_files[i]);
+    return at > 0;
+}
+
+/* --overwrite: the previous run's files go before this run writes any. */
+static int remove_run_files(const tg_tl_files *rf)
+{
+    const char *paths[6] = {rf->ckpt, rf->best, rf->csv, rf->svg, rf->dot, rf->dot_svg};
+    for (int i = 0; i < 6; i++)
+        if (remove(paths[i]) != 0 && errno != ENOENT)
+            return tg_cli_fail(CMD, "--overwrite: cannot remove %s: %s", paths[i], strerror(errno));
+    return 0;
+}
+
+/* Remove "<run file>.tmp.<pid>" files whose process is gone (a run killed
+ * mid-write, by SIGKILL or a second Ctrl-C), saying so for each. */
+static void remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name, *rest = NULL;
+        for (int i = 0; i < 6 && !rest; i++) {
+            size_t n = strlen(tg_tl_run_files[i]);
+            if (!strncmp(name, tg_tl_run_files[i], n) && !strncmp(name + n, ".tmp.", 5))
+                rest = name + n + 5;
+        }
+        if (!rest || !*rest || strspn(rest, "0123456789") != strlen(rest)) continue;
+        errno = 0;
+        long long pid = strtoll(rest, NULL, 10);
+        bool alive = errno == 0 && pid > 0 && pid <= INT_MAX &&
+                     (pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM);
+        if (alive) continue;
+        char *path = tg_tl_path_join(dir, name);
+        if (path && remove(path) == 0)
+            fprintf(stderr, "tgraph train: removed %s (left by an interrupted run, process %s)\n",
+                    path, rest);
+        free(path);
+    }
+    closedir(d);
+}
+
+/* ---- the data's identity ---- */
+
+static void describe_id(char *buf, size_t len, const char *path, const char *size,
+                        const char *hash)
+{
+    if (!strcmp(path, TG_BUILTIN_DATA)) snprintf(buf, len, "the built-in series");
+    else if (size && hash) snprintf(buf, len, "%s, %s bytes, fnv1a64 %s", path, size, hash);
+    else snprintf(buf, len, "%s", path);
+}
+
+/* On --resume: is s->data the data the run was trained on? Refused (2) when
+ * not, unless --allow-data-change; then the run's best-epoch tracking starts
+ * again on the new validation split, and a line says what changes. */
+static int check_resume_data(const settings *s, tg_checkpoint *run, tg_checkpoint *ck,
+                             const tg_file_id *id)
+{
+    const char *old = tg_checkpoint_meta(run, "data");
+    const char *osize = tg_checkpoint_meta(run, "data.size");
+    const char *ohash = tg_checkpoint_meta(run, "data.fnv1a64");
+    char nsize[32] = "", nhash[32] = "";
+    snprintf(nsize, sizeof nsize, "%llu", (unsigned long long)id->size);
+    snprintf(nhash, sizeof nhash, "%016llx", (unsigned long long)id->hash);
+    bool old_builtin = !strcmp(old, TG_BUILTIN_DATA), new_builtin = !id->path, same;
+    if (old_builtin || new_builtin) same = old_builtin && new_builtin;
+    else if (osize && ohash && id->regular) same = !strcmp(osize, nsize) && !strcmp(ohash, nhash);
+    else   /* an older checkpoint, or a pipe: only the path can be compared */
+        same = !s->set_data || !strcmp(old, s->data) || !strcmp(old, id->path);
+    if (same) return 0;
+    char was[4400], now[4400];
+    describe_id(was, sizeof was, old, osize, ohash);
+    describe_id(now, sizeof now, new_builtin ? TG_BUILTIN_DATA : id->path,
+                id->regular ? nsize : NULL, id->regular ? nhash : NULL);
+    if (!s->allow_data_change && !s->set_data)
+        return tg_cli_fail(CMD, "the run's data changed since %s was written (now %s; then %s): "
+                           "the run's scaler and best validation MSE belong to the old bytes; to "
+                           "continue on the new bytes anyway add --allow-data-change", run->path,
+                           now, was);
+    if (!s->allow_data_change)
+        return tg_cli_fail(CMD, "--data %s (%s) is not the data of the run in %s (%s): the run's "
+                           "scaler and best validation MSE belong to that data; to continue "
+                           "training on this data anyway add --allow-data-change", s->data, now,
+                           run->path, was);
+    fprintf(stderr, "tgraph train: --allow-data-change: training on %s instead of %s; the run's "
+            "scaler (fitted on the old training rows) is kept, and the best epoch is chosen "
+            "again by validation MSE on the new data (the old best: epoch %lld, val mse %.4g)\n",
+            now, was, (long long)ck->best_epoch, ck->best_val);
+    ck->best_epoch = 0;
+    ck->best_val = INFINITY;
+    ck->bad_epochs = 0;
     return 0;
 }
 
@@ -183,7 +425,8 @@ static const char *bad_grad(tg_params *ps)
     return NULL;
 }
 
-/* 0 done, 1 non-finite (message printed). */
+/* 0 done, 1 non-finite or absurd loss (message printed), 2 a stop signal
+ * came (the epoch is abandoned: its checkpoint was not written). */
 static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_optim *opt,
                        tg_checkpoint *ck, int64_t *order, int64_t steps, double *mean_loss)
 {
@@ -194,6 +437,7 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
     tg_shuffle_i64(order, td->train.count, &ck->data_rng);
     *tg_graph_rng(m->gt) = ck->dropout_rng;
     for (int64_t k = 0; k < steps; k++) {
+        if (stop_signal) return 2;
         tg_optim_set_lr(opt, tg_lr_at(s->lradj, s->lr, epoch, ck->step, total, warmup));
         tg_windows_fill(&td->train, order + k * B, B, (tg_tensor *)tg_node_value(m->x),
                         (tg_tensor *)tg_node_value(m->y));
@@ -207,6 +451,16 @@ static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_opt
             if (s->progress) fprintf(stderr, "\n");
             fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s\n",
                     (long long)epoch + 1, (long long)k + 1, tg_last_error());
+            return 1;
+        }
+        /* before any update the loss measures the data and the init: an absurd
+         * one is theirs (later, a diverging run ends in a NaN/Inf named above) */
+        if (ck->step == 0 && loss > TG_TL_ABSURD_MSE) {
+            if (s->progress) fprintf(stderr, "\n");
+            fprintf(stderr, "tgraph train: stopped at epoch 1 step 1: the training loss %.3g "
+                    "before any update is absurd (scaled units, where the training mean scores "
+                    "about 1): the data or the configuration is at fault (a column nearly "
+                    "constant over the training rows?)\n", loss);
             return 1;
         }
         const char *bad = bad_grad(m->ps);
@@ -266,12 +520,13 @@ static int run(int argc, char **argv)
     tg_checkpoint_init(&resume_ck);
     tg_tl_data td = {0};
     tg_tl_model m = {0};
+    tg_tl_files rf = {0};
+    tg_file_id data_id = {0};
     tg_optim *opt = NULL;
     int64_t *order = NULL;
     const char *arg, *v;
     int rc = 2;
-    bool set_out = false;
-    char resume_dir[2048];
+    char *resume_dir = NULL, *resume_best = NULL, *cfg_src = NULL;
     if (!cfg) return tg_cli_fail(CMD, "out of memory");
     while ((arg = tg_args_next(&a))) {
         if (!strcmp(arg, "--data")) {
@@ -323,11 +578,16 @@ static int run(int argc, char **argv)
             s.set_seed = true;
         } else if (!strcmp(arg, "--threads")) {
             if (!tg_args_int(&a, 0, TG_MAX_THREADS, &s.threads)) goto done;
+            s.set_threads = true;
         } else if (!strcmp(arg, "--recompute")) {
             s.recompute = true;
+        } else if (!strcmp(arg, "--overwrite")) {
+            s.overwrite = true;
+        } else if (!strcmp(arg, "--allow-data-change")) {
+            s.allow_data_change = true;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
             if (!tg_args_value(&a, &s.out)) goto done;
-            set_out = true;
+            s.set_out = true;
         } else if (!strcmp(arg, "--resume")) {
             if (!tg_args_value(&a, &s.resume)) goto done;
         } else {
@@ -335,10 +595,16 @@ static int run(int argc, char **argv)
             goto done;
         }
     }
+    if (s.allow_data_change && !s.resume) {
+        tg_cli_fail(CMD, "--allow-data-change only applies with --resume (a new run fits its "
+                    "scaler on the data it is given)");
+        goto done;
+    }
     if (s.threads && tg_threads_set((int)s.threads)) {
         tg_cli_fail(CMD, "--threads %s", tg_last_error());
         goto done;
     }
+    signals_install();
 
     /* settings: from a checkpoint, or the command line over the defaults */
     if (s.resume) {
@@ -347,11 +613,19 @@ static int run(int argc, char **argv)
             goto done;
         }
         if (get_settings(&resume_ck, &s, cfg)) goto done;
-        if (!set_out) {   /* continue in the checkpoint's directory */
-            const char *slash = strrchr(s.resume, '/');
-            snprintf(resume_dir, sizeof resume_dir, "%.*s", slash ? (int)(slash - s.resume) : 1,
-                     slash ? s.resume : ".");
-            s.out = resume_dir;
+        size_t src_len = strlen("the config of checkpoint ") + strlen(s.resume) + 1;
+        if (!(resume_dir = tg_tl_dirname(s.resume)) ||
+            !(resume_best = tg_tl_path_join(resume_dir, "best.safetensors")) ||
+            !(cfg_src = malloc(src_len))) {
+            tg_cli_fail(CMD, "out of memory");
+            goto done;
+        }
+        snprintf(cfg_src, src_len, "the config of checkpoint %s", s.resume);
+        if (!s.set_out) s.out = resume_dir;   /* continue in the checkpoint's directory */
+        if (!s.set_data && strcmp(s.data, TG_BUILTIN_DATA) && access(s.data, R_OK) != 0) {
+            tg_cli_fail(CMD, "the run's data %s (stored in %s) cannot be read: %s; give its new "
+                        "place with --data FILE.csv", s.data, s.resume, strerror(errno));
+            goto done;
         }
     } else {
         /* the built-in job has its own defaults (the first registered model of
@@ -373,11 +647,31 @@ static int run(int argc, char **argv)
     }
     s.progress = isatty(fileno(stderr));
 
+    /* the output directory: every name fits, and no other run is in it */
+    if (tg_tl_files_init(CMD, &rf, s.out)) goto done;
+    bool continuing = s.resume && same_dir(resume_dir, s.out);
+    char found[256];
+    if (!continuing && !s.overwrite && run_files_present(&rf, found, sizeof found)) {
+        if (s.resume)
+            tg_cli_fail(CMD, "--out %s already holds another run (%s): resuming %s there would "
+                        "mix the two; continue that one with --resume %s, choose another --out, "
+                        "or replace it with --overwrite", s.out, found, s.resume, rf.ckpt);
+        else
+            tg_cli_fail(CMD, "--out %s already holds a run (%s): continue it with --resume %s, "
+                        "or replace it with --overwrite", s.out, found, rf.ckpt);
+        goto done;
+    }
+
     /* data, model, graphs */
+    if (strcmp(s.data, TG_BUILTIN_DATA) && tg_file_id_of(s.data, &data_id)) {
+        tg_cli_fail(CMD, "--data %s", tg_last_error());
+        goto done;
+    }
     if (tg_tl_data_load(CMD, s.data, &td)) goto done;
     tg_rng init_rng;
     tg_rng_seed(&init_rng, (uint64_t)s.seed);
-    if (tg_tl_model_build(CMD, &m, s.model, cfg, td.d->cols, s.batch, s.resume ? NULL : &init_rng))
+    if (tg_tl_model_build(CMD, &m, s.model, cfg, cfg_src ? cfg_src : "--set", td.d->cols, s.batch,
+                          s.resume ? NULL : &init_rng))
         goto done;
     tg_graph_set_recompute(m.gt, s.recompute);
     if (tg_tl_data_prepare(CMD, &td, &s.split, m.seq_len, m.pred_len,
@@ -417,15 +711,22 @@ static int run(int argc, char **argv)
                 tg_cli_fail(CMD, "%s", tg_last_error());
                 goto done;
             }
+        if (check_resume_data(&s, &resume_ck, &ck, &data_id)) goto done;
     }
-    if (put_settings(&ck, &s, &m, &td)) goto done;
+    if (put_settings(&ck, &s, &m, &td, &data_id)) goto done;
 
-    tg_tl_files rf;
+    /* Resuming into another directory: the run's best weights come along
+     * with the first checkpoint written there (unless that epoch is the
+     * best); until then the final test reads them where they are. */
+    bool need_best_copy = s.resume && ck.best_epoch > 0 && !continuing;
+    last_saved ls = {s.resume ? s.resume : NULL, resume_ck.epoch, false};
     if (tg_tl_mkdirs(CMD, s.out)) goto done;
-    tg_tl_files_init(&rf, s.out);
-    if (s.resume && resume_ck.best_epoch > 0 && access(rf.best, F_OK) != 0 &&
-        tg_tl_copy_best(CMD, s.resume, rf.best))
-        goto done;
+    if (s.overwrite && !continuing && run_files_present(&rf, found, sizeof found)) {
+        if (remove_run_files(&rf)) goto done;
+        fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
+                "(%s)\n", s.out, found);
+    }
+    remove_stale_temps(s.out);
     tg_tl_write_diagram(CMD, &rf, &m);
 
     int64_t steps = td.train.count / m.B;
@@ -463,12 +764,20 @@ static int run(int argc, char **argv)
 
     bool stopped_early = s.patience > 0 && ck.bad_epochs >= s.patience;
     while (ck.epoch < s.epochs && !stopped_early) {
+        if (stop_signal) {
+            rc = report_interrupt(&s, &ls, stop_signal);
+            goto done;
+        }
         double loss, t_epoch = tg_tl_now();
-        if (train_epoch(&s, &m, &td, opt, &ck, order, steps, &loss)) {
-            if (ck.epoch > 0)
+        int er = train_epoch(&s, &m, &td, opt, &ck, order, steps, &loss);
+        if (er == 2) {
+            rc = report_interrupt(&s, &ls, stop_signal);
+            goto done;
+        }
+        if (er) {
+            if (ls.ckpt)
                 fprintf(stderr, "tgraph train: the last good checkpoint is %s (after epoch "
-                        "%lld); best.safetensors holds epoch %lld\n", rf.ckpt,
-                        (long long)ck.epoch, (long long)ck.best_epoch);
+                        "%lld)\n", ls.ckpt, (long long)ls.epoch);
             else
                 fprintf(stderr, "tgraph train: no checkpoint was written (it failed in the first "
                         "epoch); try a smaller --lr\n");
@@ -477,7 +786,21 @@ static int run(int argc, char **argv)
         }
         double lr_used = tg_optim_lr(opt);
         tg_tl_metrics val;
-        if (tg_tl_evaluate(CMD, &m, &td.val, &val, NULL)) {
+        char what[96];
+        snprintf(what, sizeof what, "stopped at epoch %lld (step %lld): validation",
+                 (long long)ck.epoch + 1, (long long)ck.step);
+        if (tg_tl_evaluate(CMD, what, &m, &td.val, &val, NULL)) {
+            rc = 1;
+            goto done;
+        }
+        if (!(val.mse <= TG_TL_ABSURD_MSE)) {
+            fprintf(stderr, "tgraph train: stopped at epoch %lld (step %lld): the validation MSE "
+                    "%.3g is absurd (scaled units, where the training mean scores about 1; worst "
+                    "channel '%s', column %lld, MSE %.3g): the data or the configuration is at "
+                    "fault (a column nearly constant over the training rows? validation rows on "
+                    "another scale?)\n", (long long)ck.epoch + 1, (long long)ck.step, val.mse,
+                    td.d->names ? td.d->names[val.worst_col] : "?", (long long)val.worst_col + 1,
+                    val.worst_col_mse);
             rc = 1;
             goto done;
         }
@@ -497,11 +820,14 @@ static int run(int argc, char **argv)
             tg_cli_fail(CMD, "%s", tg_last_error());
             goto done;
         }
+        if (need_best_copy && !best && tg_tl_copy_file(CMD, resume_best, rf.best)) goto done;
+        need_best_copy = false;
         if ((best && tg_checkpoint_save(rf.best, m.ps, opt, &ck)) ||
             tg_checkpoint_save(rf.ckpt, m.ps, opt, &ck)) {
             tg_cli_fail(CMD, "saving a checkpoint: %s", tg_last_error());
             goto done;
         }
+        ls = (last_saved){rf.ckpt, ck.epoch, true};
         if (tg_tl_write_curves(CMD, &rf, &ck)) goto done;
         printf("epoch %3lld/%lld  train loss %.4f  val mse %.4f%s  lr %.3g  %.1fs\n",
                (long long)ck.epoch, (long long)s.epochs, loss, val.mse, best ? " *" : "  ",
@@ -512,23 +838,27 @@ static int run(int argc, char **argv)
             printf("early stopping: validation MSE did not improve for %lld epochs\n",
                    (long long)s.patience);
     }
-    if (ck.history_rows && tg_tl_write_curves(CMD, &rf, &ck)) goto done;
+    if (stop_signal) {
+        rc = report_interrupt(&s, &ls, stop_signal);
+        goto done;
+    }
 
     /* test the best model */
     if (ck.best_epoch > 0) {
+        const char *best_path = need_best_copy ? resume_best : rf.best;
         tg_checkpoint best;
         tg_checkpoint_init(&best);
-        if (tg_checkpoint_read(rf.best, &best) || tg_checkpoint_restore_params(&best, m.ps)) {
+        if (tg_checkpoint_read(best_path, &best) || tg_checkpoint_restore_params(&best, m.ps)) {
             tg_checkpoint_clear(&best);
             tg_cli_fail(CMD, "reading the best checkpoint: %s", tg_last_error());
             goto done;
         }
         tg_checkpoint_clear(&best);
         printf("best epoch %lld (val mse %.4f), weights in %s\n", (long long)ck.best_epoch,
-               ck.best_val, rf.best);
+               ck.best_val, best_path);
     }
     tg_tl_metrics test;
-    if (tg_tl_evaluate(CMD, &m, &td.test, &test, NULL)) {
+    if (tg_tl_evaluate(CMD, "test", &m, &td.test, &test, NULL)) {
         rc = 1;
         goto done;
     }
@@ -539,7 +869,13 @@ static int run(int argc, char **argv)
     tg_tl_print_result(stdout, &test, rl, tm);
     rc = 0;
 done:
+    signals_restore();
     free(order);
+    free(resume_dir);
+    free(resume_best);
+    free(cfg_src);
+    tg_file_id_clear(&data_id);
+    tg_tl_files_free(&rf);
     tg_optim_free(opt);
     tg_tl_model_free(&m);
     tg_tl_data_free(&td);
@@ -556,7 +892,7 @@ const tg_cli_cmd tg_cmd_train = {
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
         "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
         "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out DIR]\n"
-        "                    [--resume FILE]"
+        "                    [--overwrite] [--resume FILE [--allow-data-change]]\n"
         "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n"
         "\n"
         "Trains a forecaster from the layer registry (x [B, seq_len, channels] ->\n"
@@ -597,16 +933,29 @@ const tg_cli_cmd tg_cmd_train = {
         "                   created if missing: checkpoint.safetensors (last epoch),\n"
         "                   best.safetensors, metrics.csv (epoch, step, train_loss,\n"
         "                   val_mse, lr, seconds), loss.svg, model.dot (+ .svg if\n"
-        "                   Graphviz is installed)\n"
+        "                   Graphviz is installed). A DIR that holds a run already is\n"
+        "                   refused: continue it with --resume DIR/checkpoint.safetensors\n"
+        "  --overwrite      replace the run found in --out (its files are removed first)\n"
         "  --resume FILE    continue a run exactly (the losses of an uninterrupted run);\n"
         "                   only --epochs --patience --lr --clip --data --out --threads\n"
-        "                   may change\n"
+        "                   may change. Another --out gets the run's best weights too;\n"
+        "                   one holding another run is refused\n"
+        "  --allow-data-change  on --resume, train on a --data file other than the run's\n"
+        "                   (the checkpoint records its absolute path, size and FNV-1a\n"
+        "                   hash; other bytes are refused): the run's scaler is kept and\n"
+        "                   the best epoch is chosen again on the new validation rows\n"
         "  --optim, --weight-decay, --clip   adam (default), adamw or sgd; weight decay\n"
         "                   (default 0); clip the gradient norm (default: off)\n"
         "\n",
     .help_more =
         "A NaN/Inf stops the run naming the op (or parameter) that produced it; the\n"
-        "last epoch's checkpoint stays as it was. PyTorch loads a checkpoint with\n"
+        "last epoch's checkpoint stays as it was. So does a validation MSE above 1e10\n"
+        "(scaled units: the data or the configuration is broken), naming the worst\n"
+        "channel; both exit 1. SIGINT, SIGTERM and SIGHUP stop the run between steps\n"
+        "(exit 130, 143, 129) with one line naming the last complete checkpoint and\n"
+        "the command that resumes it; a second one ends it at once. Temporary files\n"
+        "(NAME.tmp.PID) left by a killed run are removed by the next run in --out.\n"
+        "PyTorch loads a checkpoint with\n"
         "  model.load_state_dict({k: v for k, v in load_file(F).items()\n"
         "                         if not k.startswith(\"tgraph.\")}, strict=False)\n"
         "(strict=False: the pe buffer Crossformer computes is not stored)\n"

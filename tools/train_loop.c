@@ -5,6 +5,7 @@
  * Not here: the epoch loop and when to save what (cmd_train.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +73,8 @@ static const tg_layer_key *find_key(const tg_layer_class *cls, const char *name)
 }
 
 /* Put KEY=v into cfg unless it is there; a different given value is an error. */
-static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg, const char *key,
-                     int64_t v, const char *why)
+static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg, const char *src,
+                     const char *key, int64_t v, const char *why)
 {
     if (!find_key(cls, key)) return 0;
     const tg_value *given = tg_config_get(cfg, key);
@@ -81,8 +82,11 @@ static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
         if (given->kind == TG_VALUE_INT && given->i == v) return 0;
         char buf[64];
         tg_value_format(given, buf, sizeof buf);
-        return tg_cli_fail(cmd, "--set %s=%s conflicts with %s (%lld)", key, buf, why,
-                           (long long)v);
+        if (!strcmp(src, "--set"))
+            return tg_cli_fail(cmd, "--set %s=%s conflicts with %s (%lld)", key, buf, why,
+                               (long long)v);
+        return tg_cli_fail(cmd, "%s has %s=%s, which conflicts with %s (%lld)", src, key, buf,
+                           why, (long long)v);
     }
     char item[96];
     snprintf(item, sizeof item, "%s=%lld", key, (long long)v);
@@ -91,7 +95,7 @@ static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
 }
 
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      int64_t cols, int64_t batch, tg_rng *rng)
+                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng)
 {
     char s1[96], s2[96];
     memset(m, 0, sizeof *m);
@@ -101,8 +105,8 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
         tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
         return tg_cli_fail(cmd, "--model %s (see tgraph layers)", tg_last_error());
     }
-    if (force_key(cmd, cls, cfg, "enc_in", cols, "the data's column count") ||
-        force_key(cmd, cls, cfg, "B", batch, "--batch-size"))
+    if (force_key(cmd, cls, cfg, cfg_source, "enc_in", cols, "the data's column count") ||
+        force_key(cmd, cls, cfg, cfg_source, "B", batch, "--batch-size"))
         return 2;
     if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
@@ -252,21 +256,25 @@ tg_status tg_tl_diagnose(tg_graph *g, double value)
 
 /* ---- evaluation ---- */
 
-int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
-                   float *pred)
+int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_windows *w,
+                   tg_tl_metrics *out, float *pred)
 {
     int64_t idx[4096];
     const int64_t B = m->B, per = m->pred_len * m->cols;
     double se = 0, ae = 0;
-    out->mse = out->mae = NAN;
+    out->mse = out->mae = out->worst_col_mse = NAN;
+    out->worst_col = 0;
     if (B > (int64_t)(sizeof idx / sizeof *idx))
         return tg_cli_fail(cmd, "batch size %lld too large for evaluation", (long long)B);
+    double *col_se = calloc((size_t)m->cols, sizeof *col_se);   /* [cols] */
+    if (!col_se) return tg_cli_fail(cmd, "out of memory");
     for (int64_t start = 0; start < w->count; start += B) {
         int64_t n = w->count - start < B ? w->count - start : B;
         for (int64_t i = 0; i < n; i++) idx[i] = start + i;
         if (tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(m->ex), NULL) ||
             tg_graph_forward(m->ge)) {
-            fprintf(stderr, "tgraph %s: evaluation: %s\n", cmd, tg_last_error());
+            fprintf(stderr, "tgraph %s: %s: %s\n", cmd, what, tg_last_error());
+            free(col_se);
             return 1;
         }
         const float *p = tg_node_value(m->epred)->data;
@@ -278,11 +286,13 @@ int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_m
                 double e = (double)p[i * per + k] - (double)t[k];
                 se += e * e;
                 ae += fabs(e);
+                col_se[k % m->cols] += e * e;
             }
         }
         if (!isfinite(se)) {
             tg_tl_diagnose(m->ge, se - se0);
-            fprintf(stderr, "tgraph %s: evaluation: %s\n", cmd, tg_last_error());
+            fprintf(stderr, "tgraph %s: %s: %s\n", cmd, what, tg_last_error());
+            free(col_se);
             return 1;
         }
         if (pred) memcpy(pred + start * per, p, (size_t)(n * per) * sizeof *p);
@@ -290,6 +300,10 @@ int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_m
     double cnt = (double)w->count * (double)per;
     out->mse = se / cnt;
     out->mae = ae / cnt;
+    for (int64_t c = 0; c < m->cols; c++)
+        if (c == 0 || col_se[c] > col_se[out->worst_col]) out->worst_col = c;
+    out->worst_col_mse = col_se[out->worst_col] / (cnt / (double)m->cols);
+    free(col_se);
     return 0;
 }
 
@@ -329,15 +343,62 @@ void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, 
 
 /* ---- the output directory ---- */
 
-void tg_tl_files_init(tg_tl_files *f, const char *dir)
+const char *const tg_tl_run_files[6] = {"checkpoint.safetensors", "best.safetensors",
+                                        "metrics.csv", "loss.svg", "model.dot", "model.svg"};
+
+char *tg_tl_path_join(const char *dir, const char *name)
 {
-    snprintf(f->dir, sizeof f->dir, "%s", dir);
-    snprintf(f->ckpt, sizeof f->ckpt, "%s/checkpoint.safetensors", dir);
-    snprintf(f->best, sizeof f->best, "%s/best.safetensors", dir);
-    snprintf(f->csv, sizeof f->csv, "%s/metrics.csv", dir);
-    snprintf(f->svg, sizeof f->svg, "%s/loss.svg", dir);
-    snprintf(f->dot, sizeof f->dot, "%s/model.dot", dir);
-    snprintf(f->dot_svg, sizeof f->dot_svg, "%s/model.svg", dir);
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t at = a;
+    if (a && dir[a - 1] != '/') p[at++] = '/';
+    memcpy(p + at, name, b + 1);
+    return p;
+}
+
+char *tg_tl_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return tg_tl_path_join("", ".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, path, n);
+    d[n] = '\0';
+    return d;
+}
+
+int tg_tl_files_init(const char *cmd, tg_tl_files *f, const char *dir)
+{
+    memset(f, 0, sizeof *f);
+    /* the longest name written: "DIR/checkpoint.safetensors.tmp.<pid>" */
+    size_t longest = strlen(dir) + 1 + strlen("checkpoint.safetensors.tmp.") + 20;
+    if (longest >= PATH_MAX)
+        return tg_cli_fail(cmd, "--out: the directory name is %zu bytes long; its run files' "
+                           "names would exceed the system's limit of %d bytes (PATH_MAX)",
+                           strlen(dir), PATH_MAX);
+    char **slot[7] = {&f->ckpt, &f->best, &f->csv, &f->svg, &f->dot, &f->dot_svg, &f->dir};
+    for (int i = 0; i < 7; i++)
+        if (!(*slot[i] = i < 6 ? tg_tl_path_join(dir, tg_tl_run_files[i])
+                               : tg_tl_path_join("", dir))) {
+            tg_tl_files_free(f);
+            return tg_cli_fail(cmd, "out of memory");
+        }
+    return 0;
+}
+
+void tg_tl_files_free(tg_tl_files *f)
+{
+    free(f->dir);
+    free(f->ckpt);
+    free(f->best);
+    free(f->csv);
+    free(f->svg);
+    free(f->dot);
+    free(f->dot_svg);
+    memset(f, 0, sizeof *f);
 }
 
 static tg_status write_csv(FILE *f, void *ctx)
@@ -382,11 +443,14 @@ void tg_tl_write_diagram(const char *cmd, const tg_tl_files *rf, const tg_tl_mod
         fprintf(stderr, "tgraph %s: warning: model diagram: %s\n", cmd, tg_last_error());
         return;
     }
-    if (system("command -v dot >/dev/null 2>&1") == 0) {
-        char line[4400];
-        snprintf(line, sizeof line, "dot -Tsvg '%s' -o '%s' 2>/dev/null", rf->dot, rf->dot_svg);
-        if (!strchr(rf->dot, '\'') && system(line) != 0)
+    if (!strchr(rf->dot, '\'') && system("command -v dot >/dev/null 2>&1") == 0) {
+        size_t len = 2 * strlen(rf->dot) + 64;
+        char *line = malloc(len);
+        if (!line) return;
+        snprintf(line, len, "dot -Tsvg '%s' -o '%s' 2>/dev/null", rf->dot, rf->dot_svg);
+        if (system(line) != 0)
             fprintf(stderr, "tgraph %s: warning: Graphviz could not render %s\n", cmd, rf->dot);
+        free(line);
     }
 }
 
@@ -396,14 +460,8 @@ static tg_status write_bytes(FILE *f, void *ctx)
     return fwrite(b->p, 1, b->n, f) == b->n ? TG_OK : tg_set_error(TG_ERR_IO, "write failed");
 }
 
-/* Resuming into a new --out: bring the run's best.safetensors along (from
- * the resumed checkpoint's directory), so the final test uses the best weights. */
-int tg_tl_copy_best(const char *cmd, const char *resume, const char *dst)
+int tg_tl_copy_file(const char *cmd, const char *src, const char *dst)
 {
-    char src[2100];
-    const char *slash = strrchr(resume, '/');
-    snprintf(src, sizeof src, "%.*sbest.safetensors", slash ? (int)(slash - resume + 1) : 0,
-             resume);
     void *data;
     size_t len;
     if (tg_read_file(src, 0, &data, &len))
@@ -419,24 +477,27 @@ int tg_tl_copy_best(const char *cmd, const char *resume, const char *dst)
 
 int tg_tl_mkdirs(const char *cmd, const char *dir)
 {
-    char path[4096];
     size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return tg_cli_fail(cmd, "--out: bad directory '%s'", dir);
+    if (n == 0) return tg_cli_fail(cmd, "--out: empty directory name");
+    char *path = malloc(n + 1);
+    if (!path) return tg_cli_fail(cmd, "out of memory");
     memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
+    int rc = 0;
+    for (size_t i = 1; i <= n && !rc; i++) {
         if (path[i] != '/' && path[i] != '\0') continue;
         char c = path[i];
         path[i] = '\0';
         struct stat sb;
         if (stat(path, &sb) != 0) {
             if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return tg_cli_fail(cmd, "--out: cannot create %s: %s", path, strerror(errno));
+                rc = tg_cli_fail(cmd, "--out: cannot create %s: %s", path, strerror(errno));
         } else if (!S_ISDIR(sb.st_mode)) {
-            return tg_cli_fail(cmd, "--out: %s exists and is not a directory", path);
+            rc = tg_cli_fail(cmd, "--out: %s exists and is not a directory", path);
         }
         path[i] = c;
     }
-    return 0;
+    free(path);
+    return rc;
 }
 
 double tg_tl_now(void)

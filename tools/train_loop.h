@@ -59,11 +59,12 @@ typedef struct tg_tl_model {
 } tg_tl_model;
 
 /* Create `name` from cfg with enc_in = cols and B = batch (set when the
- * layer has those keys and cfg does not; a conflicting value is an error),
+ * layer has those keys and cfg does not; a conflicting value is an error
+ * naming cfg_source: "--set", or "the config of checkpoint F"),
  * parameters initialised from rng (NULL: zero, to be loaded), and build both
  * graphs. Returns 0 or 2 after printing one line. */
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      int64_t cols, int64_t batch, tg_rng *rng);
+                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng);
 void tg_tl_model_free(tg_tl_model *m);
 
 /* After a non-finite loss: forward g again with the finite check on and
@@ -82,10 +83,19 @@ int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg);
  * receives the forecasts [w->count, pred_len, cols]. 0, or 1 after printing
  * the engine's error (a NaN/Inf forecast names the op that produced it). */
 typedef struct tg_tl_metrics {
-    double mse, mae;
+    double  mse, mae;
+    int64_t worst_col;       /* the channel with the largest MSE */
+    double  worst_col_mse;
 } tg_tl_metrics;
-int tg_tl_evaluate(const char *cmd, tg_tl_model *m, const tg_windows *w, tg_tl_metrics *out,
-                   float *pred);
+/* `what` starts the error line after "tgraph CMD: " ("evaluation",
+ * "validation after epoch 3"). */
+int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_windows *w,
+                   tg_tl_metrics *out, float *pred);
+
+/* A validation or training MSE (scaled units, where predicting the training
+ * mean scores about 1) above this says the data or the configuration is
+ * broken: the run stops instead of reporting it. */
+#define TG_TL_ABSURD_MSE 1e10
 
 /* The baselines over the test windows: repeat the last input step, and
  * predict the training mean (per column: the mean of the scaled training
@@ -96,19 +106,30 @@ int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_m
 /* The one line scripts parse. */
 void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean);
 
-/* The files of a run in its --out directory. */
+/* The files of a run in its --out directory (each path allocated to fit). */
 typedef struct tg_tl_files {
-    char dir[2048], ckpt[2100], best[2100], csv[2100], svg[2100], dot[2100], dot_svg[2100];
+    char *dir, *ckpt, *best, *csv, *svg, *dot, *dot_svg;
 } tg_tl_files;
 
-void tg_tl_files_init(tg_tl_files *f, const char *dir);
+/* The run files' names in DIR, in the order tg_tl_files holds them after dir. */
+extern const char *const tg_tl_run_files[6];
+
+/* 0, or 2 after printing (out of memory, or a directory so long that a run
+ * file's temporary name would exceed PATH_MAX: checked before anything is
+ * written). Free with tg_tl_files_free. */
+int  tg_tl_files_init(const char *cmd, tg_tl_files *f, const char *dir);
+void tg_tl_files_free(tg_tl_files *f);
 /* metrics.csv and loss.svg from the run's history, atomically. 0 or 2. */
 int  tg_tl_write_curves(const char *cmd, const tg_tl_files *f, const tg_checkpoint *ck);
 /* model.dot of the evaluation graph (scopes below depth 3 collapsed) and,
  * when Graphviz's dot is on the PATH, model.svg. Failures only warn. */
 void tg_tl_write_diagram(const char *cmd, const tg_tl_files *f, const tg_tl_model *m);
-/* Copy best.safetensors from the directory of checkpoint `resume` to dst. 0 or 2. */
-int  tg_tl_copy_best(const char *cmd, const char *resume, const char *dst);
+/* Copy src (a run's best.safetensors) to dst, atomically. 0 or 2. */
+int  tg_tl_copy_file(const char *cmd, const char *src, const char *dst);
+/* "DIR/NAME" in a new string (NULL: out of memory); DIR "" gives "NAME". */
+char *tg_tl_path_join(const char *dir, const char *name);
+/* The directory part of a file path ("." when it has none), a new string. */
+char *tg_tl_dirname(const char *path);
 
 /* mkdir -p. 0, or 2 after printing. */
 int tg_tl_mkdirs(const char *cmd, const char *dir);
