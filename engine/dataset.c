@@ -36,9 +36,22 @@ typedef struct csv_line {
     int64_t n, cap;
 } csv_line;
 
-/* Split line (NUL-terminated, no newline) at commas; "quoted" cells lose their quotes. */
-static tg_status split_cells(char *line, csv_line *out, const char *what, int64_t lineno)
+/* " ('name')" for CSV column c (0-based) of a data row, or "" on the header
+ * row (d->names not yet set) or past the header's columns. */
+static const char *col_name(const tg_dataset *d, int64_t skip, int64_t c, char *buf, size_t n)
 {
+    buf[0] = '\0';
+    if (d && d->names && c - skip >= 0 && c - skip < d->cols && d->names[c - skip])
+        tg__fmt(buf, n, " ('%s')", d->names[c - skip]);
+    return buf;
+}
+
+/* Split line (NUL-terminated, no newline) at commas; "quoted" cells lose
+ * their quotes. d and skip name the columns in messages (d NULL: the header). */
+static tg_status split_cells(char *line, csv_line *out, const char *what, int64_t lineno,
+                             const tg_dataset *d, int64_t skip)
+{
+    char nm[96];
     out->n = 0;
     char *p = line;
     for (;;) {
@@ -59,9 +72,10 @@ static tg_status split_cells(char *line, csv_line *out, const char *what, int64_
             char *w = p;   /* "" inside quotes is one quote */
             for (;;) {
                 if (!*p)
-                    return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld: unterminated "
+                    return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld%s: unterminated "
                                         "quoted cell", what, (long long)lineno,
-                                        (long long)out->n + 1);
+                                        (long long)out->n + 1,
+                                        col_name(d, skip, out->n, nm, sizeof nm));
                 if (*p == '"' && p[1] == '"') { *w++ = '"'; p += 2; continue; }
                 if (*p == '"') break;
                 *w++ = *p++;
@@ -70,9 +84,10 @@ static tg_status split_cells(char *line, csv_line *out, const char *what, int64_
             p++;
             while (*p == ' ' || *p == '\t') p++;
             if (*p && *p != ',')
-                return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld: text after the "
+                return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld%s: text after the "
                                     "closing quote", what, (long long)lineno,
-                                    (long long)out->n + 1);
+                                    (long long)out->n + 1,
+                                    col_name(d, skip, out->n, nm, sizeof nm));
         } else {
             while (*p && *p != ',') p++;
             end = p;
@@ -87,14 +102,48 @@ static tg_status split_cells(char *line, csv_line *out, const char *what, int64_
     return TG_OK;
 }
 
-/* strtod over the whole cell; false when it is not a number. */
-static bool parse_number(const char *s, double *v)
+static bool ieq(const char *s, const char *w)
 {
-    if (!*s) return false;
+    for (; *s && *w; s++, w++)
+        if ((*s | 0x20) != *w) return false;
+    return !*s && !*w;
+}
+
+/* A cell as a number: 0 when it is one, else why not. The syntax is
+ * decimal only, as pandas' C parser reads ETT files:
+ *     [+-]? (digits [. digits] | . digits) ([eE] [+-]? digits)?
+ * and the spellings nan, inf, infinity (any case, optional sign), which are
+ * numbers but not finite ones (rejected by the caller). Hexadecimal (0x10,
+ * which strtod would take), 1e5x, 1,5 and blanks inside are not numbers. */
+static const char *parse_number(const char *s, double *v)
+{
+    const char *p = s;
+    if (!*s) return "empty";
+    if (*p == '+' || *p == '-') p++;
+    if (ieq(p, "nan") || ieq(p, "inf") || ieq(p, "infinity")) {
+        *v = (*p | 0x20) == 'n' ? NAN : *s == '-' ? -INFINITY : INFINITY;
+        return NULL;
+    }
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return "hexadecimal is not a CSV number";
+    size_t digits = 0;
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') p++, digits++;
+    }
+    if (!digits) return "";
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (*p < '0' || *p > '9') return "";
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p) return "";
     char *end;
     errno = 0;
-    *v = strtod(s, &end);
-    return *end == '\0';
+    *v = strtod(s, &end);   /* the syntax above is strtod's decimal form */
+    if (*end) return "cannot convert it (is the locale's decimal point '.'?)";
+    return NULL;
 }
 
 static bool blank(const char *s)
@@ -102,6 +151,16 @@ static bool blank(const char *s)
     for (; *s; s++)
         if (*s != ' ' && *s != '\t') return false;
     return true;
+}
+
+/* "binary data (a NUL byte at line L, byte B)": text[0..at) is what precedes it. */
+static tg_status nul_error(const char *what, const char *text, size_t at)
+{
+    long long line = 1;
+    for (size_t i = 0; i < at; i++)
+        if (text[i] == '\n' || (text[i] == '\r' && (i + 1 >= at || text[i + 1] != '\n'))) line++;
+    return tg_set_error(TG_ERR_FORMAT, "%s:%lld: binary data (a NUL byte at byte %zu) in a CSV "
+                        "file", what, line, at + 1);
 }
 
 tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, tg_dataset **out)
@@ -120,21 +179,24 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
     }
     memcpy(buf, text, len);
     buf[len] = '\0';
-    if (memchr(buf, '\0', len)) {
-        st = tg_set_error(TG_ERR_FORMAT, "%s: binary data (a NUL byte) in a CSV file", what);
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        st = nul_error(what, text, (size_t)(nul - buf));
         goto fail;
     }
     char *p = buf;
     if ((unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
         p += 3;   /* UTF-8 byte order mark */
     while (*p) {
-        char *line = p, *nl = strchr(p, '\n');
+        /* a line ends at \n, \r\n or a lone \r (old Mac files) */
+        char *line = p;
+        size_t ll = strcspn(p, "\r\n");
+        p += ll;
+        if (*p == '\r' && p[1] == '\n') *p = '\0', p += 2;
+        else if (*p) *p++ = '\0';
         lineno++;
-        if (nl) { *nl = '\0'; p = nl + 1; } else p += strlen(p);
-        size_t ll = strlen(line);
-        if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
         if (blank(line)) continue;
-        if ((st = split_cells(line, &cl, what, lineno))) goto fail;
+        if ((st = split_cells(line, &cl, what, lineno, have_header ? d : NULL, skip))) goto fail;
         if (!have_header) {
             have_header = true;
             d->cols = cl.n;   /* refined below once the first data row tells about column 0 */
@@ -156,7 +218,7 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
             goto fail;
         }
         double v;
-        if (d->rows == 0 && !parse_number(cl.cell[0], &v)) {
+        if (d->rows == 0 && parse_number(cl.cell[0], &v)) {
             /* first data row: a non-numeric first column (dates) is skipped */
             skip = 1;
             tg__free(d->names[0]);
@@ -191,10 +253,11 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
                                   (long long)(c + skip + 1), name);
                 goto fail;
             }
-            if (!parse_number(cell, &v)) {
+            const char *why = parse_number(cell, &v);
+            if (why) {
                 st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
-                                  "a number", what, (long long)lineno, (long long)(c + skip + 1),
-                                  name, cell);
+                                  "a number%s%s", what, (long long)lineno,
+                                  (long long)(c + skip + 1), name, cell, *why ? ": " : "", why);
                 goto fail;
             }
             if (!isfinite(v)) {
@@ -213,9 +276,11 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
         goto fail;
     }
     if (d->rows == 0) {
-        st = tg_set_error(TG_ERR_FORMAT, "%s: no data rows after the header", what);
+        st = tg_set_error(TG_ERR_FORMAT, "%s: no data rows after the header (line %lld)", what,
+                          (long long)lineno);
         goto fail;
     }
+    d->skipped_cols = skip;
     if (!(d->source = tg__strdup(what))) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
         goto fail;
@@ -231,12 +296,39 @@ fail:
     return st;
 }
 
+/* Lines seen so far in the blocks before a NUL, for its message. */
+typedef struct {
+    long long line;
+    bool      cr;   /* the previous block ended in \r */
+} nul_scan;
+
+/* Each block as it is read: a NUL stops the read there, so a binary stream
+ * (/dev/zero) costs one block, not the 2 GiB limit. */
+static tg_status check_block(const unsigned char *b, size_t n, size_t offset, const char *path,
+                             void *ctx)
+{
+    nul_scan *ns = ctx;
+    const unsigned char *nul = memchr(b, '\0', n);
+    size_t upto = nul ? (size_t)(nul - b) : n;
+    for (size_t i = 0; i < upto; i++) {
+        if (b[i] == '\n' && !(i == 0 && ns->cr)) ns->line++;
+        if (b[i] == '\r') ns->line++;   /* \r\n counts once: the \n after \r is skipped */
+        ns->cr = b[i] == '\r';
+        if (ns->cr && i + 1 < upto && b[i + 1] == '\n') i++, ns->cr = false;
+    }
+    if (!nul) return TG_OK;
+    return tg_set_error(TG_ERR_FORMAT, "%s:%lld: binary data (a NUL byte at byte %zu) in a CSV "
+                        "file", path, ns->line, offset + upto + 1);
+}
+
 tg_status tg_dataset_load_csv(const char *path, tg_dataset **out)
 {
     void *data;
     size_t len;
     *out = NULL;
-    tg_status st = tg_read_file(path, CSV_MAX_BYTES, &data, &len);
+    if (!path) return tg_set_error(TG_ERR_INVALID, "csv: path is NULL");
+    nul_scan ns = {1, false};
+    tg_status st = tg__read_input(path, CSV_MAX_BYTES, check_block, &ns, &data, &len);
     if (st) return st;
     st = tg_dataset_parse_csv(data, len, path, out);
     tg_free(data);
@@ -432,6 +524,7 @@ void tg_scaler_free(tg_scaler *s)
     if (!s) return;
     tg__free(s->mean);
     tg__free(s->std);
+    tg__free(s->constant);
     tg__free(s);
 }
 
@@ -442,7 +535,8 @@ static tg_scaler *scaler_alloc(int64_t cols)
         s->cols = cols;
         s->mean = tg__calloc((size_t)cols, sizeof *s->mean);
         s->std = tg__calloc((size_t)cols, sizeof *s->std);
-        if (!s->mean || !s->std) {
+        s->constant = tg__calloc((size_t)cols, sizeof *s->constant);
+        if (!s->mean || !s->std || !s->constant) {
             tg_scaler_free(s);
             s = NULL;
         }
@@ -451,27 +545,69 @@ static tg_scaler *scaler_alloc(int64_t cols)
     return s;
 }
 
+const char *tg_dataset_column_name(const tg_dataset *d, int64_t c, char *buf, size_t len)
+{
+    if (!buf || !len) return "";
+    if (!d || c < 0 || c >= d->cols)
+        tg__fmt(buf, len, "column %lld", (long long)c + 1);
+    else
+        tg__fmt(buf, len, "%s: column %lld ('%s')", d->source ? d->source : "data",
+                (long long)(c + d->skipped_cols + 1),
+                d->names && d->names[c] ? d->names[c] : "?");
+    return buf;
+}
+
+/* sklearn's test for a column that is constant up to rounding
+ * (sklearn.preprocessing._data._is_constant_feature): the two-pass variance
+ * of n values has an error bound of n*eps*var + (n*|mean|*eps)^2 (Chan,
+ * Golub and LeVeque), so a variance within it is indistinguishable from 0.
+ * A column of 0.1 in every row has a computed variance near 1e-34, not 0;
+ * without this it would be scaled by 1/1e-17. */
+static bool constant_column(double var, double mean, double n)
+{
+    const double eps = 2.220446049250313080847e-16;   /* DBL_EPSILON */
+    double bound = n * eps * var + (n * mean * eps) * (n * mean * eps);
+    return var <= bound;
+}
+
 tg_scaler *tg_scaler_fit(const tg_dataset *d, int64_t begin, int64_t end)
 {
     if (!d || begin < 0 || end > d->rows || end <= begin) {
-        tg_set_error(TG_ERR_INVALID, "scaler: bad row range [%lld, %lld)", (long long)begin,
-                     (long long)end);
+        tg_set_error(TG_ERR_INVALID, "scaler: %s: bad row range [%lld, %lld) (the data has %lld "
+                     "rows)", d && d->source ? d->source : "data", (long long)begin,
+                     (long long)end, d ? (long long)d->rows : 0LL);
         return NULL;
     }
     tg_scaler *s = scaler_alloc(d->cols);
     if (!s) return NULL;
     double n = (double)(end - begin);
     for (int64_t c = 0; c < d->cols; c++) {
-        double sum = 0, sq = 0;
+        /* two passes in double, the second corrected by the residuals' sum
+         * (the "corrected two-pass algorithm", exact for a constant column
+         * up to the mean's rounding) */
+        double sum = 0, sq = 0, se = 0;
         for (int64_t r = begin; r < end; r++) sum += d->data[r * d->cols + c];
         double m = sum / n;
         for (int64_t r = begin; r < end; r++) {
             double e = d->data[r * d->cols + c] - m;
+            se += e;
             sq += e * e;
         }
-        double sd = sqrt(sq / n);
+        double var = (sq - se * se / n) / n;
+        if (var < 0) var = 0;
+        if (!isfinite(m) || !isfinite(var)) {
+            char col[160];
+            tg_set_error(TG_ERR_NUMERIC, "scaler: %s: the values of rows [%lld, %lld) overflow "
+                         "a double (mean %g, variance %g)",
+                         tg_dataset_column_name(d, c, col, sizeof col), (long long)begin,
+                         (long long)end, m, var);
+            tg_scaler_free(s);
+            return NULL;
+        }
         s->mean[c] = m;
-        s->std[c] = sd > 0 ? sd : 1.0;   /* sklearn: a constant feature keeps scale 1 */
+        /* sklearn: a constant feature keeps scale 1 */
+        s->constant[c] = constant_column(var, m, n);
+        s->std[c] = s->constant[c] ? 1.0 : sqrt(var);
     }
     return s;
 }
@@ -484,8 +620,9 @@ tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std)
     }
     for (int64_t c = 0; c < cols; c++)
         if (!isfinite(mean[c]) || !(std[c] > 0) || !isfinite(std[c])) {
-            tg_set_error(TG_ERR_INVALID, "scaler: column %lld has mean %g and std %g (std must "
-                         "be finite and > 0)", (long long)c, mean[c], std[c]);
+            tg_set_error(TG_ERR_INVALID, "scaler: column %lld of %lld has mean %g and std %g "
+                         "(std must be finite and > 0)", (long long)c + 1, (long long)cols,
+                         mean[c], std[c]);
             return NULL;
         }
     tg_scaler *s = scaler_alloc(cols);
@@ -498,8 +635,9 @@ tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std)
 tg_status tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *out)
 {
     if (s->cols != d->cols)
-        return tg_set_error(TG_ERR_SHAPE, "scaler: fitted on %lld columns, the data has %lld",
-                            (long long)s->cols, (long long)d->cols);
+        return tg_set_error(TG_ERR_SHAPE, "scaler: fitted on %lld columns, %s has %lld",
+                            (long long)s->cols, d->source ? d->source : "the data",
+                            (long long)d->cols);
     for (int64_t r = 0; r < d->rows; r++)
         for (int64_t c = 0; c < d->cols; c++)
             out[r * d->cols + c] = (float)((d->data[r * d->cols + c] - s->mean[c]) / s->std[c]);

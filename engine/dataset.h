@@ -42,15 +42,29 @@ typedef struct tg_dataset {
     double *data;       /* [rows, cols], owned */
     char  **names;      /* cols column names, owned */
     char   *source;     /* file path or "synthetic(...)", owned */
+    int64_t skipped_cols; /* leading CSV columns not kept: 1 when a date column was skipped */
 } tg_dataset;
+
+/* How messages name column c (0-based) of d: "FILE: column N ('name')",
+ * N the 1-based column of the CSV file (a skipped date column counts), as
+ * the loader's own messages do. Writes into buf and returns it. */
+const char *tg_dataset_column_name(const tg_dataset *d, int64_t c, char *buf, size_t len);
 
 /* Read a CSV file in the ETT layout: a header row naming the columns, then
  * one row per time step. When the first cell of the first data row is not a
  * number (a date such as 2016-07-01 00:00:00), the first column is skipped in
  * every row; every other cell must be a finite number. Blank lines are
- * ignored; \r\n line ends are accepted; a cell may be "double quoted".
+ * ignored; lines may end in \n, \r\n or a lone \r (old Mac files); a cell
+ * may be "double quoted". A number is decimal, as pandas reads ETT files:
+ * [+-]? (digits [. digits] | . digits) ([eE] [+-]? digits)?; hexadecimal
+ * (0x10, which C's strtod takes) and trailing text (1e5x) are not numbers.
+ * nan, inf and infinity (any case, a sign allowed) are read as pandas reads
+ * them but refused as "not a finite number": the scaler and the loss cannot
+ * use them. The file is read with a limit of 2 GiB (TG_MAX_INPUT_BYTES
+ * overrides it, tensor_io.h); a NUL byte stops the read at the block it is
+ * in (binary data, /dev/zero), naming its line.
  * Errors (TG_ERR_FORMAT, message "FILE:LINE: ..." naming the line and for a
- * cell its column number and header name): an empty file, a header without
+ * cell its 1-based column number and header name: "t.csv:3: column 2 ('y'): ..."): an empty file, a header without
  * data rows, a row with more or fewer cells than the header, an empty or
  * non-numeric or non-finite cell. *out is a new dataset (tg_dataset_free). */
 tg_status tg_dataset_load_csv(const char *path, tg_dataset **out);
@@ -102,14 +116,26 @@ tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len
                            tg_split_rows *out);
 
 /* ---- StandardScaler (sklearn): z = (x - mean) / std, std the population
- * std (ddof 0) of the fitted rows; a constant column gets std 1. ---- */
+ * std (ddof 0) of the fitted rows; a constant column gets std 1. ----
+ * "Constant" is sklearn's rule (_is_constant_feature): the variance is
+ * within the rounding error bound of its two-pass computation,
+ * var <= n*eps*var + (n*mean*eps)^2 (n rows, eps = DBL_EPSILON), so a
+ * column of 0.1 in every row, whose computed std is ~1e-17 rather than 0,
+ * is constant and is not blown up by 1e17. */
 typedef struct tg_scaler {
-    int64_t cols;
-    double *mean, *std;   /* [cols], owned */
+    int64_t        cols;
+    double        *mean, *std;   /* [cols], owned */
+    unsigned char *constant;     /* [cols], owned: 1 where fit found the column constant
+                                    (std set to 1); all 0 from tg_scaler_new */
 } tg_scaler;
 
-/* Fit on rows [begin, end) of d (two passes, in double). NULL on a bad range
- * or OOM (tg_last_error()). Free with tg_scaler_free. */
+/* Fit on rows [begin, end) of d (two passes in double, the second corrected
+ * by the residuals' sum). NULL on a bad range, values whose mean or variance
+ * overflow a double (TG_ERR_NUMERIC, naming the column as
+ * tg_dataset_column_name does) or OOM (tg_last_error()). Free with
+ * tg_scaler_free. To name the constant columns of a fit:
+ *     for (c = 0; c < sc->cols; c++) if (sc->constant[c])
+ *         tg_dataset_column_name(d, c, buf, sizeof buf);                       */
 tg_scaler *tg_scaler_fit(const tg_dataset *d, int64_t begin, int64_t end);
 /* A scaler from given statistics (checkpoints); std must be > 0. */
 tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std);

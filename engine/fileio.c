@@ -3,11 +3,19 @@
  * write "<path>.tmp.<pid>", flush, fsync, rename. A crash or a failed write
  * leaves the previous file as it was. Devices, FIFOs and "-" (stdout) are
  * written in place instead: renaming a file over them would replace them.
+ *
+ * Reading is capped: every input (a regular file, a pipe, a device) is
+ * refused once it needs more than the input limit (tensor_io.h: 4 GiB by
+ * default, 2 GiB for CSV, TG_MAX_INPUT_BYTES overrides both). A regular
+ * file is refused from its size before anything is read; a stream is read
+ * in blocks, each handed to an optional check that can stop it early (CSV:
+ * a NUL byte), and refused as soon as it passes the limit.
  */
 #define _XOPEN_SOURCE 700   /* realpath: glibc hides it under _POSIX_C_SOURCE alone */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,45 +36,133 @@
 
 void tg_free(void *p) { tg__free(p); }
 
-/* The rest of an open stream into a new buffer; closes f. */
-static tg_status read_stream(FILE *f, const char *path, size_t max_bytes, void **data,
-                             size_t *len)
+#define READ_BLOCK ((size_t)1 << 16)
+
+tg_status tg__input_cap(size_t dflt, size_t *cap)
 {
-    size_t cap = 1 << 16, n = 0;
+    const char *s = getenv(TG_MAX_INPUT_ENV);
+    *cap = dflt;
+    if (!s || !*s) return TG_OK;
+    const char *p = s;
+    unsigned long long v = 0;
+    if (*p < '0' || *p > '9') goto bad;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (ULLONG_MAX - 9) / 10) goto bad;
+        v = v * 10 + (unsigned long long)(*p - '0');
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
+    default: break;
+    }
+    if (*p || v == 0 || v > (ULLONG_MAX >> shift)) goto bad;
+    v <<= shift;
+    *cap = v > (unsigned long long)SIZE_MAX ? SIZE_MAX : (size_t)v;
+    return TG_OK;
+bad:
+    return tg_set_error(TG_ERR_INVALID, "%s='%.40s': expected a byte count above 0, such as "
+                        "1000000, 512M or 8G", TG_MAX_INPUT_ENV, s);
+}
+
+tg_status tg__over_cap(const char *path, const char *kind, uint64_t need, size_t cap)
+{
+    return tg_set_error(TG_ERR_LIMIT, "%s: the %s needs %llu bytes, more than the input limit of "
+                        "%zu bytes (set %s, e.g. %s=8G, to raise it)", path, kind,
+                        (unsigned long long)need, cap, TG_MAX_INPUT_ENV, TG_MAX_INPUT_ENV);
+}
+
+/* read(2) that retries on EINTR; returns what one call gave (0 at the end). */
+static ssize_t read_some(int fd, void *buf, size_t n)
+{
+    ssize_t k;
+    do k = read(fd, buf, n);
+    while (k < 0 && errno == EINTR);
+    return k;
+}
+
+/* Everything fd holds, into a new buffer; closes fd. Refuses more than
+ * max_bytes (how the message says so depends on whether the limit is the
+ * input limit, env_cap, or the caller's own). check, if set, sees every
+ * block as it arrives (offset = where it starts) and may stop the read. */
+static tg_status read_fd(int fd, const char *path, size_t max_bytes, bool env_cap,
+                         tg__block_check check, void *ctx, void **data, size_t *len)
+{
+    struct stat sb;
+    tg_status st = TG_OK;
+    size_t cap = READ_BLOCK, n = 0;
+    if (fstat(fd, &sb) != 0) {
+        st = tg_set_error(TG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return st;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return tg_set_error(TG_ERR_IO, "%s: is a directory, not a file", path);
+    }
+    if (S_ISREG(sb.st_mode)) {
+        /* the size first: a file over the limit costs nothing */
+        if ((uint64_t)sb.st_size > (uint64_t)max_bytes) {
+            close(fd);
+            return env_cap ? tg__over_cap(path, "file", (uint64_t)sb.st_size, max_bytes)
+                           : tg_set_error(TG_ERR_LIMIT, "%s: file is larger than %zu bytes",
+                                          path, max_bytes);
+        }
+        cap = (size_t)sb.st_size + 1;   /* + 1: EOF is seen without growing */
+    }
     unsigned char *buf = tg__malloc(cap);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return tg_set_error(TG_ERR_NOMEM, "%s: out of memory reading the file", path);
     }
     for (;;) {
         if (n == cap) {
-            if (max_bytes && cap > max_bytes) break;
-            size_t ncap = cap * 2;
+            size_t ncap = cap > SIZE_MAX / 2 ? SIZE_MAX : cap * 2;
+            if (max_bytes < SIZE_MAX && ncap > max_bytes + 1) ncap = max_bytes + 1;
             unsigned char *nb = ncap > cap ? tg__realloc(buf, ncap) : NULL;
             if (!nb) {
-                tg__free(buf);
-                fclose(f);
-                return tg_set_error(TG_ERR_NOMEM, "%s: out of memory reading the file", path);
+                st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory reading the file (%zu bytes "
+                                  "so far)", path, n);
+                break;
             }
             buf = nb;
             cap = ncap;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
+        size_t want = cap - n < READ_BLOCK ? cap - n : READ_BLOCK;
+        ssize_t got = read_some(fd, buf + n, want);
+        if (got < 0) {
+            st = tg_set_error(TG_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
         if (got == 0) break;
+        if (check && (st = check(buf + n, (size_t)got, n, path, ctx))) break;
+        n += (size_t)got;
+        if (n > max_bytes) {
+            st = env_cap ? tg_set_error(TG_ERR_LIMIT, "%s: the input goes on past the input limit "
+                                        "of %zu bytes (set %s, e.g. %s=8G, to raise it)", path,
+                                        max_bytes, TG_MAX_INPUT_ENV, TG_MAX_INPUT_ENV)
+                         : tg_set_error(TG_ERR_LIMIT, "%s: file is larger than %zu bytes", path,
+                                        max_bytes);
+            break;
+        }
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
+    close(fd);
+    if (st) {
         tg__free(buf);
-        return tg_set_error(TG_ERR_IO, "%s: read error", path);
-    }
-    if (max_bytes && n > max_bytes) {
-        tg__free(buf);
-        return tg_set_error(TG_ERR_LIMIT, "%s: file is larger than %zu bytes", path, max_bytes);
+        return st;
     }
     *data = buf;
     *len = n;
+    return TG_OK;
+}
+
+static tg_status open_fd(const char *path, int *fd)
+{
+    if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");
+    *fd = open(path, O_RDONLY);
+    if (*fd < 0) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     return TG_OK;
 }
 
@@ -74,33 +170,50 @@ tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *
 {
     *data = NULL;
     *len = 0;
-    if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    return read_stream(f, path, max_bytes, data, len);
+    bool env_cap = max_bytes == 0;
+    tg_status st = env_cap ? tg__input_cap(TG_MAX_INPUT_DEFAULT, &max_bytes) : TG_OK;
+    int fd;
+    if (!st) st = open_fd(path, &fd);
+    if (st) return st;
+    return read_fd(fd, path, max_bytes, env_cap, NULL, NULL, data, len);
 }
 
-tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, tg__parse_fn parse,
-                            void *out)
+tg_status tg__read_input(const char *path, size_t default_cap, tg__block_check check, void *ctx,
+                         void **data, size_t *len)
 {
+    *data = NULL;
+    *len = 0;
+    size_t cap;
+    int fd;
+    tg_status st = tg__input_cap(default_cap, &cap);
+    if (!st) st = open_fd(path, &fd);
+    if (st) return st;
+    return read_fd(fd, path, cap, true, check, ctx, data, len);
+}
+
+tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, bool *stream)
+{
+    *f = NULL;
+    *size = 0;
+    *stream = false;
+    if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");
     *f = fopen(path, "rb");
     if (!*f) return tg_set_error(TG_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(*f), &sb) == 0 && S_ISREG(sb.st_mode)) {
-        *size = (uint64_t)sb.st_size;
-        return TG_OK;
+    if (fstat(fileno(*f), &sb) != 0) {
+        tg_status st = tg_set_error(TG_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        fclose(*f);
+        *f = NULL;
+        return st;
     }
-    /* not a regular file: read it whole from this handle (a FIFO opened
-     * again would wait for a writer that has gone) */
-    FILE *g = *f;
-    *f = NULL;
-    void *buf;
-    size_t len;
-    tg_status st = read_stream(g, path, 0, &buf, &len);
-    if (st) return st;
-    st = parse(buf, len, path, out);
-    tg_free(buf);
-    return st;
+    if (S_ISDIR(sb.st_mode)) {
+        fclose(*f);
+        *f = NULL;
+        return tg_set_error(TG_ERR_IO, "%s: is a directory, not a file", path);
+    }
+    if (S_ISREG(sb.st_mode)) *size = (uint64_t)sb.st_size;
+    else *stream = true;   /* a pipe or a device: read in order, no seeking */
+    return TG_OK;
 }
 
 /* fsync the directory holding path, so the rename itself survives a power

@@ -17,8 +17,11 @@
  *   - bytes after the data are accepted, like numpy;
  *   - any header byte outside printable ASCII (and \t \n \r) is rejected.
  * Nothing is allocated from a size in the file before it is checked against
- * the file's real length; tg_npy_load reads the header first and the data
- * straight into the tensor.
+ * the file's real length and the input limit (tensor_io.h); tg_npy_load
+ * reads the header first and the data straight into the tensor. From a pipe
+ * or a device it reads the magic and header first (garbage stops there),
+ * then exactly the data the header announces; bytes after it are an error
+ * there (a device that goes on would otherwise be read forever).
  */
 #include <stdio.h>
 #include <string.h>
@@ -404,11 +407,6 @@ tg_status tg_npy_parse(const void *buf, size_t len, const char *what, tg_tensor 
     return TG_OK;
 }
 
-static tg_status npy_parse_any(const void *buf, size_t len, const char *what, void *out)
-{
-    return tg_npy_parse(buf, len, what, out);
-}
-
 tg_status tg_npy_load(const char *path, tg_tensor **out)
 {
     if (!out) return tg_set_error(TG_ERR_INVALID, "tg_npy_load: out is NULL");
@@ -416,28 +414,43 @@ tg_status tg_npy_load(const char *path, tg_tensor **out)
     if (!path) return tg_set_error(TG_ERR_INVALID, "npy: path is NULL");
     FILE *f;
     uint64_t flen;
-    tg_status ost = tg__open_for_load(path, &f, &flen, npy_parse_any, out);
-    if (ost || !f) return ost;   /* failed, or not a regular file (parsed whole) */
-    /* preamble and header (at most 12 + 65536 bytes) */
+    bool stream;
+    size_t cap;
+    tg_status st = tg__input_cap(TG_MAX_INPUT_DEFAULT, &cap);
+    if (!st) st = tg__open_for_load(path, &f, &flen, &stream);
+    if (st) return st;
+    /* The preamble and the header (at most 12 + 65536 bytes), read in order
+     * with no seeking, so a pipe or a device is read the same way; garbage
+     * (/dev/zero) stops at the magic. */
     unsigned char pre[NPY_PREAMBLE_MAX];
-    size_t got = fread(pre, 1, sizeof pre, f), hlen, at, bytes;
+    size_t got = fread(pre, 1, sizeof pre, f), hlen = 0, at = 0, bytes = 0;
     unsigned char *text = NULL;
     tg_tensor *t = NULL;
     npy_header nh;
     tg_dtype dt = TG_F32;
-    tg_status st = parse_preamble(pre, got, path, &hlen, &at);
+    if (stream) flen = UINT64_MAX;   /* unknown: the reads below find the end */
+    st = parse_preamble(pre, got, path, &hlen, &at);
     if (!st && (uint64_t)hlen > (flen > at ? flen - at : 0))
         st = tg_set_error(TG_ERR_FORMAT, "%s: EOF: reading array header, expected %zu bytes got "
                           "%llu", path, hlen, (unsigned long long)(flen > at ? flen - at : 0));
     if (!st && !(text = tg__malloc(hlen + 1)))
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
-    if (!st && (fseeko(f, (off_t)at, SEEK_SET) != 0 || fread(text, 1, hlen, f) != hlen))
-        st = tg_set_error(TG_ERR_IO, "%s: cannot read the header", path);
+    if (!st) {
+        size_t have = got - at < hlen ? got - at : hlen;   /* v1.0: 2 header bytes in pre */
+        memcpy(text, pre + at, have);
+        size_t more = fread(text + have, 1, hlen - have, f);
+        if (have + more != hlen)
+            st = tg_set_error(TG_ERR_FORMAT, "%s: EOF: reading array header, expected %zu bytes "
+                              "got %zu", path, hlen, have + more);
+    }
     if (!st) st = check_header(text, hlen, path, &nh, &dt, &bytes);
     tg__free(text);
-    /* the data: checked against the file's length before anything is allocated */
-    uint64_t avail = flen - at - hlen;
+    /* the data: checked against the input limit and the file's length
+     * before anything is allocated */
+    uint64_t need = (uint64_t)at + hlen + bytes;
+    uint64_t avail = stream ? UINT64_MAX : flen - at - hlen;
     if (!st && (uint64_t)bytes > avail) st = data_eof(path, bytes, (size_t)avail);
+    if (!st && need > cap) st = tg__over_cap(path, "array (header and data)", need, cap);
     if (!st && !(t = new_tensor(path, &nh, dt))) st = TG_ERR_NOMEM;
     if (!st && bytes) {
         bool transpose = nh.fortran && nh.rank > 1;
@@ -446,11 +459,18 @@ tg_status tg_npy_load(const char *path, tg_tensor **out)
             st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
         } else {
             size_t n = fread(dst, 1, bytes, f);
-            if (n != bytes) st = data_eof(path, bytes, n);   /* the file shrank meanwhile */
+            if (n != bytes) st = data_eof(path, bytes, n);   /* short, or the file shrank */
             else if (transpose) from_fortran(dst, t);
             if (transpose) tg__free(dst);
         }
     }
+    /* a stream must end with the data (a file may have bytes after it, as
+     * numpy allows): a device that goes on is not read forever */
+    if (!st && stream && fgetc(f) != EOF)
+        st = tg_set_error(TG_ERR_FORMAT, "%s: the stream goes on after the %zu data bytes the "
+                          "header announces (a .npy stream must end with its data)", path, bytes);
+    if (!st && stream && ferror(f))
+        st = tg_set_error(TG_ERR_IO, "%s: read error", path);
     if (!st) st = check_bools(path, t);
     fclose(f);
     if (st) {

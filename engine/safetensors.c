@@ -8,7 +8,11 @@
  * the file length (exactly 8 + N + last END). Only then are tensors created
  * and filled (converted to tgraph's dtypes). tg_st_load reads the header
  * first and the data straight from the file, so a huge file with a bad
- * header costs nothing and a good one is not held in memory twice.
+ * header costs nothing and a good one is not held in memory twice. A pipe
+ * or a device is read the same way, in order: the size field, the header,
+ * then the tensors in offset order; the input limit (tensor_io.h) is
+ * checked against the header size and then the data the header announces,
+ * before either is read.
  *
  * Messages: "<file>: <problem> (<reference error name>)" where the reference
  * reader has a name for it. The writer is in safetensors_write.c.
@@ -31,6 +35,7 @@
 #define ST_MAX_HEADER 100000000ull          /* the reference reader's limit */
 #define ST_MAX_INT ((int64_t)1 << 48)       /* the schema's integer limit (exclusive) */
 #define ST_CHUNK (1u << 20)                 /* file reads during conversion */
+#define ST_UNKNOWN_LEN UINT64_MAX           /* a stream's length */
 
 /* ---- dtypes ---- */
 
@@ -141,6 +146,7 @@ typedef struct {
     st_entry       *e;
     int             n;
     const tg__json *meta;   /* the __metadata__ object or NULL */
+    uint64_t        data_end;   /* bytes of data the tensors cover */
 } st_plan;
 
 static void plan_free(st_plan *p)
@@ -361,7 +367,8 @@ static tg_status check_sizes(const char *what, uint64_t len, const unsigned char
     return TG_OK;
 }
 
-/* Validate header bytes hdr[0..n); data_len = bytes after the header. */
+/* Validate header bytes hdr[0..n); data_len = bytes after the header
+ * (ST_UNKNOWN_LEN from a stream: checked while reading). */
 static tg_status plan_header(st_plan *p, const char *hdr, size_t n, uint64_t data_len)
 {
     const char *what = p->what;
@@ -433,6 +440,8 @@ static tg_status plan_header(st_plan *p, const char *hdr, size_t n, uint64_t dat
                             (unsigned long long)at);
     }
     /* the byte buffer must be indexed entirely (MetadataIncompleteBuffer) */
+    p->data_end = at;
+    if (data_len == ST_UNKNOWN_LEN) return TG_OK;
     if (at > data_len)
         return tg_set_error(TG_ERR_FORMAT, "%s: the file is truncated: the tensors need %llu bytes "
                             "of data, the file has %llu (MetadataIncompleteBuffer)", what,
@@ -524,6 +533,7 @@ typedef struct {
     FILE                *f;
     uint64_t             base;   /* file offset of the byte buffer */
     unsigned char       *chunk;  /* ST_CHUNK bytes, file only */
+    bool                 stream; /* a pipe: read in offset order, no seeking */
 } st_source;
 
 static tg_status fill(const char *what, const st_entry *e, const st_source *src, tg_tensor *t)
@@ -533,15 +543,19 @@ static tg_status fill(const char *what, const st_entry *e, const st_source *src,
     size_t count = (size_t)t->numel, es = st_dtypes[e->dt].size;
     if (src->mem) return convert(what, name, e->dt, src->mem + e->begin, count, t, 0);
     if (!count) return TG_OK;
-    if (fseeko(src->f, (off_t)(src->base + e->begin), SEEK_SET) != 0)
+    /* a stream is already there: the tensors are read in offset order and
+     * lie back to back from 0 (plan_header checked) */
+    if (!src->stream && fseeko(src->f, (off_t)(src->base + e->begin), SEEK_SET) != 0)
         return tg_set_error(TG_ERR_IO, "%s: cannot seek to tensor '%s': %s", what, name,
                             strerror(errno));
     size_t per = ST_CHUNK / es;
     for (size_t at = 0; at < count; at += per) {
         size_t k = count - at < per ? count - at : per;
         if (fread(src->chunk, es, k, src->f) != k)
-            return tg_set_error(TG_ERR_IO, "%s: unexpected end of file reading tensor '%s' (was "
-                                "the file changed while reading?)", what, name);
+            return tg_set_error(TG_ERR_IO, "%s: unexpected end of file reading tensor '%s' (%s)",
+                                what, name, src->stream ? "the stream ended before the data the "
+                                "header announces (MetadataIncompleteBuffer)"
+                                : "was the file changed while reading?");
         tg_status st = convert(what, name, e->dt, src->chunk, k, t, at);
         if (st) return st;
     }
@@ -641,16 +655,11 @@ tg_status tg_st_parse(const void *buf, size_t len, const char *what, tg_st_file 
     st_plan p = {.what = what};
     st = plan_header(&p, (const char *)b + 8, (size_t)n, len - 8 - n);
     if (!st) {
-        st_source src = {b + 8 + n, NULL, 0, NULL};
+        st_source src = {b + 8 + n, NULL, 0, NULL, false};
         st = build(&p, &src, out);
     }
     plan_free(&p);
     return st;
-}
-
-static tg_status st_parse_any(const void *buf, size_t len, const char *what, void *out)
-{
-    return tg_st_parse(buf, len, what, out);
 }
 
 tg_status tg_st_load(const char *path, tg_st_file **out)
@@ -660,28 +669,45 @@ tg_status tg_st_load(const char *path, tg_st_file **out)
     if (!path) return tg_set_error(TG_ERR_INVALID, "safetensors: path is NULL");
     FILE *f;
     uint64_t len, n = 0;
-    tg_status ost = tg__open_for_load(path, &f, &len, st_parse_any, out);
-    if (ost || !f) return ost;   /* failed, or not a regular file (parsed whole) */
+    bool stream;
+    size_t cap;
+    tg_status st = tg__input_cap(TG_MAX_INPUT_DEFAULT, &cap);
+    if (!st) st = tg__open_for_load(path, &f, &len, &stream);
+    if (st) return st;
+    /* the 8-byte header size first, checked before the header is read: a
+     * stream of garbage (/dev/zero) stops here */
     unsigned char first8[8] = {0};
     size_t got = fread(first8, 1, 8, f);
-    tg_status st = check_sizes(path, got < 8 ? got : len, first8, &n);
+    if (stream) len = ST_UNKNOWN_LEN;
+    st = check_sizes(path, got < 8 ? got : len, first8, &n);
+    if (!st && 8 + n > cap) st = tg__over_cap(path, "header", 8 + n, cap);
     if (st) {
         fclose(f);
         return st;
     }
     st_plan p = {.what = path};
-    char *hdr = tg__malloc((size_t)n);   /* n <= 100 MB and <= the file's length */
+    char *hdr = tg__malloc((size_t)n);   /* n <= 100 MB, the limit, and the file's length */
     if (!hdr) st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory for the header", path);
     else if (fread(hdr, 1, (size_t)n, f) != n)
-        st = tg_set_error(TG_ERR_IO, "%s: cannot read the header (%llu bytes)", path,
-                          (unsigned long long)n);
-    if (!st) st = plan_header(&p, hdr, (size_t)n, len - 8 - n);
+        st = tg_set_error(TG_ERR_IO, "%s: cannot read the header (%llu bytes)%s", path,
+                          (unsigned long long)n, stream ? ": the stream ended" : "");
+    if (!st) st = plan_header(&p, hdr, (size_t)n, stream ? ST_UNKNOWN_LEN : len - 8 - n);
     tg__free(hdr);
+    if (!st && 8 + n + p.data_end > cap)
+        st = tg__over_cap(path, "file (header and tensors)", 8 + n + p.data_end, cap);
     if (!st) {
-        st_source src = {NULL, f, 8 + n, tg__malloc(ST_CHUNK)};
+        st_source src = {NULL, f, 8 + n, tg__malloc(ST_CHUNK), stream};
         if (!src.chunk) st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
         else st = build(&p, &src, out);
         tg__free(src.chunk);
+    }
+    /* a stream must end with the last tensor, as a file must */
+    if (!st && stream && fgetc(f) != EOF) {
+        tg_st_free(*out);
+        *out = NULL;
+        st = tg_set_error(TG_ERR_FORMAT, "%s: trailing bytes after the last tensor (the tensors "
+                          "cover %llu bytes of data, the stream goes on) "
+                          "(MetadataIncompleteBuffer)", path, (unsigned long long)p.data_end);
     }
     plan_free(&p);
     fclose(f);

@@ -90,8 +90,26 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
  * this call's error). Paths of PATH_MAX bytes or more are TG_ERR_INVALID. */
 tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx), void *ctx);
 
+/* ---- the input limit ----
+ * Every reader refuses an input that needs more than the input limit, with
+ * TG_ERR_LIMIT and a message naming the limit and how to raise it: .npy and
+ * safetensors files (the header's announced size, checked before the data
+ * is read), tg_read_file with max_bytes 0, and anything else read whole:
+ * TG_MAX_INPUT_DEFAULT (4 GiB); CSV datasets: 2 GiB (dataset.h). The
+ * environment variable TG_MAX_INPUT_BYTES, when set, replaces every default:
+ * a byte count above 0 with an optional K, M, G or T suffix (powers of
+ * 1024), e.g. TG_MAX_INPUT_BYTES=16G; a malformed value is an error.
+ * Regular files are refused from their size before anything is read; pipes
+ * and devices are read in order and refused as soon as what was read cannot
+ * be valid (a bad .npy magic or header, a safetensors header size over its
+ * limit, a NUL byte in a CSV block) or passes the limit. */
+#define TG_MAX_INPUT_ENV "TG_MAX_INPUT_BYTES"
+#define TG_MAX_INPUT_DEFAULT ((size_t)((uint64_t)SIZE_MAX < ((uint64_t)1 << 32) \
+                                       ? (uint64_t)SIZE_MAX : ((uint64_t)1 << 32)))
+
 /* Read a whole file into a new buffer (free with tg_free); refuses files
- * larger than max_bytes (0 = no limit) with TG_ERR_LIMIT. */
+ * larger than max_bytes with TG_ERR_LIMIT (0 = the input limit above). A
+ * directory is TG_ERR_IO. */
 tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len);
 void      tg_free(void *p);
 

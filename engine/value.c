@@ -438,13 +438,53 @@ static void put_value(vout *o, const tg_value *v, int depth)
     }
 }
 
-void tg_value_format(const tg_value *v, char *buf, size_t len)
+size_t tg_value_format(const tg_value *v, char *buf, size_t len)
 {
-    if (!buf || !len) return;
+    if (!buf) len = 0;
     vout o = {buf, len, 0};
     if (!v) puts_(&o, "<none>");
     else put_value(&o, v, 0);
-    buf[o.at < len ? o.at : len - 1] = '\0';
+    if (len) buf[o.at < len ? o.at : len - 1] = '\0';
+    return o.at;
+}
+
+char *tg_value_text(const tg_value *v)
+{
+    size_t n = tg_value_format(v, NULL, 0);
+    char *s = n < SIZE_MAX ? tg__malloc(n + 1) : NULL;
+    if (!s) {
+        tg_set_error(TG_ERR_NOMEM, "value: out of memory for %zu bytes of text", n);
+        return NULL;
+    }
+    tg_value_format(v, s, n + 1);
+    return s;
+}
+
+void tg_value_text_free(char *s) { tg__free(s); }
+
+tg_status tg_value_copy(tg_value *dst, const tg_value *src)
+{
+    if (!dst) return tg_set_error(TG_ERR_INVALID, "tg_value_copy: dst is NULL");
+    memset(dst, 0, sizeof *dst);
+    if (!src) return tg_set_error(TG_ERR_INVALID, "tg_value_copy: src is NULL");
+    *dst = *src;
+    dst->s = NULL;
+    dst->items = NULL;
+    dst->n = 0;
+    if (src->kind == TG_VALUE_STRING && src->s && !(dst->s = tg__strdup(src->s))) goto oom;
+    if (src->kind == TG_VALUE_LIST && src->n > 0) {
+        if (!(dst->items = tg__calloc((size_t)src->n, sizeof *dst->items))) goto oom;
+        for (; dst->n < src->n; dst->n++)
+            if (tg_value_copy(&dst->items[dst->n], &src->items[dst->n])) {
+                dst->n++;   /* the half-copied item is freed too */
+                tg_value_free(dst);
+                return TG_ERR_NOMEM;
+            }
+    }
+    return TG_OK;
+oom:
+    tg_value_free(dst);
+    return tg_set_error(TG_ERR_NOMEM, "value: out of memory copying a value");
 }
 
 /* ---- typed reads ---- */

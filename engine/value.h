@@ -44,8 +44,21 @@ typedef struct tg_value {
  * position: "bad value '[2,': unterminated list at offset 3". */
 tg_status tg_value_parse(const char *text, tg_value *out);
 void      tg_value_free(tg_value *v);
-/* Write the value back as text ("[2, 3]", "1e-05", "true", "null"). */
-void      tg_value_format(const tg_value *v, char *buf, size_t len);
+/* Write the value back as text ("[2, 3]", "1e-05", "true", "null") that
+ * tg_value_parse reads as the same value. Like snprintf: returns the length
+ * of the whole text (without the NUL) even when it did not fit in buf
+ * (then truncated, still NUL-terminated); buf may be NULL with len 0 to
+ * measure. A list is never cut to fit a fixed buffer unless the caller's is
+ * too small: check the return value, or use tg_value_text. */
+size_t    tg_value_format(const tg_value *v, char *buf, size_t len);
+/* The whole text in a new string (free with tg_value_text_free); NULL on
+ * OOM. No length limit. */
+char     *tg_value_text(const tg_value *v);
+void      tg_value_text_free(char *s);
+/* Deep copy *src into *dst (free with tg_value_free): to move a value from
+ * one config to another without a trip through text
+ * (tg_config_put(dst_cfg, key, &copy)). */
+tg_status tg_value_copy(tg_value *dst, const tg_value *src);
 
 /* Typed reads; the error names `key` and what was expected, e.g.
  * "k: expected an integer, got 'abc'". as_double accepts INT too. */

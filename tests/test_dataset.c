@@ -96,7 +96,7 @@ Test(dataset, csv_empty_and_non_finite_cells)
     parse_fails("d,x,y\nmon,1,\n", "t.csv:2: column 3 ('y'): empty cell");
     parse_fails("d,x,y\nmon,1,nan\n", "t.csv:2: column 3 ('y'): 'nan' is not a finite number");
     parse_fails("x\n-inf\n", "t.csv:2: column 1 ('x'): '-inf' is not a finite number");
-    parse_fails("x,y\n1,\"2\n", "t.csv:2: column 2: unterminated quoted cell");
+    parse_fails("x,y\n1,\"2\n", "t.csv:2: column 2 ('y'): unterminated quoted cell");
     parse_fails("d\nmon\n", "t.csv:2: no numeric columns");
 }
 

@@ -2,7 +2,7 @@
  * fuzz_csv.c - libFuzzer target for the CSV reader (engine/dataset.c,
  * tg_dataset_parse_csv): the whole input is the file, not NUL-terminated.
  * A parsed dataset is read end to end (every value must be finite, every
- * column named).
+ * column named) and a scaler fitted on it (finite scales > 0).
  */
 #include <math.h>
 
@@ -24,6 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!isfinite(d->data[i])) abort();
         for (int64_t j = 0; j < d->cols; j++)
             if (!d->names[j]) abort();
+        /* the scaler over every row: a finite, positive scale per column
+         * (or NULL with an error when the values overflow a double) */
+        tg_scaler *sc = tg_scaler_fit(d, 0, d->rows);
+        for (int64_t j = 0; sc && j < d->cols; j++)
+            if (!isfinite(sc->mean[j]) || !(sc->std[j] > 0) || !isfinite(sc->std[j]) ||
+                (sc->constant[j] && sc->std[j] != 1.0))
+                abort();
+        tg_scaler_free(sc);
         tg_dataset_free(d);
     } else if (d) {
         abort();   /* a failed parse must leave *out NULL */

@@ -155,3 +155,5 @@ put("csv", "ett", "date,HUFL,HULL,OT\n2016-07-01 00:00:00,5.827,2.009,30.531\n"
     "2016-07-01 01:00:00,5.693,2.076,27.787\n")
 put("csv", "plain", "a,b\n1,2\n3,4\n\n5,6\n")
 put("csv", "crlf_quoted", "\"a\",\"b\"\r\n\"1.5\",-2e3\r\n")
+put("csv", "cr_only", "date,a,b\r2016-07-01,1.5,-2e3\r2016-07-02,+.5,3.\r\r")
+put("csv", "hex_cell", "a,b\n1,0x10\n")
