@@ -570,3 +570,18 @@ Test(train_safety, absurd_or_non_finite_validation_mse_stops_the_run)
                               "validation: non-finite"), "%s", err_text);
     cr_assert_null(strstr(out_text, "test mse="), "%s", out_text);
 }
+
+/* ---- a long --set value reaches the layer whole (it was cut at 511 bytes) ---- */
+
+Test(train_safety, a_long_list_value_reaches_the_layer_whole)
+{
+    char out[PATH_MAX], item[2048];
+    int n = snprintf(item, sizeof item, "tags=[");
+    for (int i = 1; i <= 200; i++) n += snprintf(item + n, sizeof item - (size_t)n, "%d,", i);
+    item[n - 1] = ']';
+    cr_assert_gt(n, 600);
+    at(out, sizeof out, "t");
+    expect_refusal(TT_ARGS("train", "--set", item, "--out", out),
+                   (const char *const[]){"unknown key 'tags'", NULL});
+    cr_assert_null(strstr(err_text, "unterminated"), "%s", err_text);
+}

@@ -491,13 +491,11 @@ static int merge_defaults(const model_defaults *def, tg_config **cfg)
     if (!merged) return tg_cli_fail(CMD, "out of memory");
     for (int i = 0; def->sets[i]; i++) tg_config_set(merged, def->sets[i]);
     for (int i = 0; i < tg_config_count(*cfg); i++) {
-        char item[1024], val[512];
         const char *k = tg_config_key(*cfg, i);
-        tg_value_format(tg_config_get(*cfg, k), val, sizeof val);
-        snprintf(item, sizeof item, "%s=%s", k, val);
-        if (tg_config_set(merged, item)) {
+        tg_value copy;
+        if (tg_value_copy(&copy, tg_config_get(*cfg, k)) || tg_config_put(merged, k, &copy)) {
             tg_config_free(merged);
-            return tg_cli_fail(CMD, "--set %s: %s", item, tg_last_error());
+            return tg_cli_fail(CMD, "--set %s: %s", k, tg_last_error());
         }
     }
     tg_config_free(*cfg);
