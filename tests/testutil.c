@@ -118,11 +118,12 @@ void tt_assert_last_error(const char *needle)
 /* ---- a fresh temporary directory per test ---- */
 
 /* Criterion runs each test in a process of its own, but the helper does not
- * count on it: the directory belongs to one test (criterion_current_test) and
- * to the process that made it, which alone removes it. A child of fork() in
- * the same test shares it and leaves it alone when it exits. */
+ * count on it: the directory belongs to one test (its function: the struct
+ * criterion_current_test points to is a copy on the stack) and to the process
+ * that made it, which alone removes it. A child of fork() in the same test
+ * shares it and leaves it alone when it exits. */
 static char tmp_dir[PATH_MAX];               /* "" until the test asks */
-static const struct criterion_test *tmp_test; /* the test it belongs to */
+static void (*tmp_test)(void);               /* the test it belongs to */
 static pid_t tmp_owner;                      /* the process that made it */
 static char **tmp_names;                     /* tt_path's strings, freed with it */
 static size_t tmp_count, tmp_cap;
@@ -165,24 +166,25 @@ static void tmp_cleanup(void)
 const char *tt_tmpdir(void)
 {
     static bool registered;
-    if (tmp_dir[0] && tmp_test == criterion_current_test) return tmp_dir;
+    void (*test)(void) = criterion_current_test ? criterion_current_test->test : NULL;
+    if (tmp_dir[0] && tmp_test == test) return tmp_dir;
     tmp_cleanup();   /* the previous test's, when tests share this process */
     tmp_dir[0] = '\0';
     const char *base = getenv("TMPDIR");
     if (!base || !*base) base = "/tmp";
     size_t blen = strlen(base);
     while (blen > 1 && base[blen - 1] == '/') blen--;
-    /* the suites keep paths in buffers of a few hundred bytes */
-    cr_assert_leq(blen, 100, "TMPDIR is longer than 100 characters: %s", base);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%.*s/tgraph-test-XXXXXX", (int)blen, base);
+    cr_assert(strlen(dir) <= TT_TMPDIR_MAX, "%s: TMPDIR is too long for the suites' path "
+                  "buffers (at most %d characters with /tgraph-test-XXXXXX)", dir, TT_TMPDIR_MAX);
     cr_assert_not_null(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
     if (!registered) {
         atexit(tmp_cleanup);
         registered = true;
     }
     strcpy(tmp_dir, dir);
-    tmp_test = criterion_current_test;
+    tmp_test = test;
     tmp_owner = getpid();
     return tmp_dir;
 }

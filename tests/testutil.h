@@ -51,6 +51,9 @@ void tt_assert_last_error(const char *needle);
  * path that does not exist and cannot be created, name one under a missing
  * directory: tt_path("missing/x.npy") (nothing creates "missing"). */
 const char *tt_tmpdir(void);
+/* The longest path tt_tmpdir() returns (a longer $TMPDIR fails the test): the
+ * suites hold it in buffers of 64 bytes. */
+#define TT_TMPDIR_MAX 63
 const char *tt_path(const char *name);
 
 /* ---- the tgraph program (build/tgraph or build-asan/tgraph, beside the test binary) ---- */
