@@ -44,8 +44,10 @@ void tt_assert_last_error(const char *needle);
  * call in a test and returns the same path for the rest of that test; the
  * next test (in this process or another) gets a new one. The directory and
  * everything in it is removed when the test process exits, or when the next
- * test in the same process asks for its own. Tests write only under it: two
- * runs of the suite at once never share a file, and nothing is left behind.
+ * test in the same process asks for its own (a test killed by a signal leaves
+ * its directory behind). Tests write only under it: two runs of the suite at
+ * once never share a file, and nothing is left behind. tests/test_hygiene.c
+ * fails on a fixed /tmp path or a made-up missing path in a test source.
  *
  * tt_path(name) is tt_tmpdir()/name, valid until the end of the test. For a
  * path that does not exist and cannot be created, name one under a missing
