@@ -97,8 +97,7 @@ static char tmpdir[256];
  * copy of the oracle weights. */
 static void make_bad_files(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tgraph-test-cli-%ld", (long)getpid());
-    mkdir(tmpdir, 0700);
+    snprintf(tmpdir, sizeof tmpdir, "%s", tt_tmpdir());
     char p[400];
     snprintf(p, sizeof p, "%s/garbage", tmpdir);
     FILE *f = fopen(p, "wb");
@@ -166,9 +165,8 @@ Test(cli, run_bad_files)
     tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", g, X, OUT), "--weights", g);
     tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", e, X, OUT), "--weights", e);
     tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", t, X, OUT), t, NULL);
-    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", "/nonexistent/w.safetensors", X,
-                             OUT),
-                        "/nonexistent/w.safetensors", "cannot open");
+    const char *mw = tt_path("missing/w.safetensors");
+    tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", mw, X, OUT), mw, "cannot open");
     /* weights with a tensor the layer does not have */
     tt_expect_cli_error(ARGS("run", "attention_layer", "--weights", ORACLE "grads.safetensors", X,
                              OUT),
@@ -176,9 +174,8 @@ Test(cli, run_bad_files)
     /* inputs */
     tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(g), OUT), "--input", g);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(e), OUT), e, NULL);
-    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg("/nonexistent/x.npy"),
-                             OUT),
-                        "/nonexistent/x.npy", NULL);
+    const char *mx = tt_path("missing/x.npy");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", in_arg(mx), OUT), mx, NULL);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", "q=" ORACLE "x.npy", OUT),
                         "--input q", "no input of that name");
     tt_expect_cli_error(ARGS("run", "attention_layer", W, "--input", ORACLE "x.npy", OUT), "--input",
@@ -188,8 +185,8 @@ Test(cli, run_bad_files)
     tt_expect_cli_error(ARGS("run", "attention_layer", "--set", "d_model=8", W, X, OUT), "--input x",
                         "[2, 6, 8]");
     /* outputs */
-    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, "--out", "/nonexistent/y.npy"),
-                        "/nonexistent/y.npy", NULL);
+    const char *my = tt_path("missing/y.npy");
+    tt_expect_cli_error(ARGS("run", "attention_layer", W, X, "--out", my), my, NULL);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", g, "--grads",
                              tmp("g.safetensors")),
                         "--grad-output", g);
@@ -249,18 +246,19 @@ Test(cli, dot_bad_input)
 {
     tt_expect_cli_error(ARGS("dot", "attention_layer"), "-o", NULL);
     tt_expect_cli_error(ARGS("dot", "attention_layer", "-o"), "-o", "missing value");
-    tt_expect_cli_error(ARGS("dot", "nosuch", "-o", "/tmp/x.dot"), "'nosuch'", NULL);
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/nonexistent/x.dot"),
-                        "/nonexistent/x.dot", NULL);
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--depth", "x"), "--depth",
+    const char *dot = tt_path("x.dot");
+    tt_expect_cli_error(ARGS("dot", "nosuch", "-o", dot), "'nosuch'", NULL);
+    const char *md = tt_path("missing/x.dot");
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", md), md, NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", dot, "--depth", "x"), "--depth",
                         "'x'");
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--rankdir", "XY"),
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", dot, "--rankdir", "XY"),
                         "--rankdir", "'XY'");
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L"), "L",
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", dot, "--set", "L"), "L",
                         "KEY=VALUE");
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--set", "L=-1"), "L",
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", dot, "--set", "L=-1"), "L",
                         NULL);
-    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", "/tmp/x.dot", "--what"), "'--what'", NULL);
+    tt_expect_cli_error(ARGS("dot", "attention_layer", "-o", dot, "--what"), "'--what'", NULL);
 }
 
 Test(cli, layers_and_commands)

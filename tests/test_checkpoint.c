@@ -34,8 +34,7 @@ TestSuite(checkpoint, .fini = cleanup);
 
 static void mkdir_tmp(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_ckpt_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
 static char *path_in(const char *name)

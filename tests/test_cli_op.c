@@ -53,7 +53,7 @@ static void tool_path(char *buf, size_t len)
 /* A fresh directory for one test's files. */
 static void temp_dir(char *buf, size_t len)
 {
-    snprintf(buf, len, "/tmp/tgraph-test-cli-op-XXXXXX");
+    snprintf(buf, len, "%s/cli-op-XXXXXX", tt_tmpdir());
     cr_assert(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
 }
 

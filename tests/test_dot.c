@@ -176,13 +176,14 @@ Test(dot, renders_with_graphviz)
         return;
     }
     built b = build("attention_layer", NULL, 0);
-    char path[] = "/tmp/tgraph-dot-XXXXXX";
+    char path[128];
+    snprintf(path, sizeof path, "%s/dot-XXXXXX", tt_tmpdir());
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
     tg_dot_opts o = {.backward = true};
     cr_assert_eq(tg_graph_dot_save(b.g, &o, path), TG_OK);
-    char cmd[256];
+    char cmd[512];
     snprintf(cmd, sizeof cmd, "dot -Tsvg %s -o %s.svg 2>%s.err", path, path, path);
     cr_assert_eq(system(cmd), 0, "dot rejected the file");
     snprintf(cmd, sizeof cmd, "test -s %s.svg && ! test -s %s.err", path, path);
@@ -247,7 +248,8 @@ Test(svg, heatmap_one_cell_per_weight)
 {
     tg_tensor *a = tg_tensor_new(TG_F32, 4, (int64_t[]){2, 3, 5, 7});
     tt_randn(a, 1);
-    char path[] = "/tmp/tgraph-heat-XXXXXX";
+    char path[128];
+    snprintf(path, sizeof path, "%s/heat-XXXXXX", tt_tmpdir());
     close(mkstemp(path));
     tg_heatmap_opts o = {.batch = 1, .head = -1};
     cr_assert_eq(tg_svg_heatmap(path, a, &o), TG_OK, "%s", tg_last_error());
@@ -277,7 +279,8 @@ Test(svg, line_plot)
 {
     double x[5] = {1, 2, 3, 4, 5}, y1[5] = {1, 0.5, 0.3, 0.2, 0.15}, y2[5] = {1.2, 0.8, NAN, 0.5, 0.4};
     tg_series s[2] = {{"train <loss>", x, y1, 5}, {"val", x, y2, 5}};
-    char path[] = "/tmp/tgraph-plot-XXXXXX";
+    char path[128];
+    snprintf(path, sizeof path, "%s/plot-XXXXXX", tt_tmpdir());
     close(mkstemp(path));
     cr_assert_eq(tg_svg_lines(path, "loss & more", "epoch", "mse", s, 2), TG_OK);
     char *t = slurp(path);

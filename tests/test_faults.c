@@ -189,7 +189,7 @@ static char dir[256], npy_path[300], st_path[300], params_path[300];
 
 static void make_files(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tgraph-test-faults-%ld", (long)getpid());
+    snprintf(dir, sizeof dir, "%s/files", tt_tmpdir());
     mkdir(dir, 0700);
     snprintf(npy_path, sizeof npy_path, "%s/a.npy", dir);
     snprintf(st_path, sizeof st_path, "%s/b.safetensors", dir);

@@ -17,7 +17,7 @@
 /* A fresh directory for one test. */
 static void make_dir(char *dir, size_t n, const char *tag)
 {
-    snprintf(dir, n, "/tmp/tgraph-test-fileio-%ld-%s", (long)getpid(), tag);
+    snprintf(dir, n, "%s/%s", tt_tmpdir(), tag);
     mkdir(dir, 0700);
 }
 
@@ -189,8 +189,8 @@ Test(fileio, atomic_write_errors)
     snprintf(path, sizeof path, "%s/x", dir);
     cr_assert_eq(tg_write_atomic(path, NULL, NULL), TG_ERR_INVALID);
     tt_assert_last_error("no writer function");
-    cr_assert_eq(tg_write_atomic("/nonexistent-dir/x", write_ok, NULL), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/x.tmp.");
+    cr_assert_eq(tg_write_atomic(tt_path("missing/x"), write_ok, NULL), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/x.tmp."));
     tt_assert_last_error("cannot create");
     /* the target is a directory: the rename fails and the temp file is removed */
     snprintf(path, sizeof path, "%s/sub", dir);
@@ -238,8 +238,8 @@ Test(fileio, read_file_limits)
     tt_assert_last_error("big.bin: file is larger than 1000 bytes");
     cr_assert_null(d);
     cr_assert_eq(tg_read_file(dir, 0, &d, &got), TG_ERR_IO, "a directory is not a file");
-    cr_assert_eq(tg_read_file("/nonexistent-dir/f", 0, &d, &got), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/f: cannot open");
+    cr_assert_eq(tg_read_file(tt_path("missing/f"), 0, &d, &got), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/f: cannot open"));
     free(b);
     remove_dir(dir);
 }

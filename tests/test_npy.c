@@ -159,7 +159,7 @@ static unsigned char *case_bytes(const bad_case *c, size_t *len)
 
 static void tmp_path(char *buf, size_t n, const char *tag)
 {
-    snprintf(buf, n, "/tmp/tgraph-test-npy-%ld-%s.npy", (long)getpid(), tag);
+    snprintf(buf, n, "%s/%s.npy", tt_tmpdir(), tag);
 }
 
 static void write_bytes(const char *path, const void *b, size_t len)
@@ -205,8 +205,8 @@ ParameterizedTest(int *i, npy, malformed)
 Test(npy, missing_file)
 {
     tg_tensor *t;
-    cr_assert_eq(tg_npy_load("/nonexistent-dir/x.npy", &t), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/x.npy: cannot open");
+    cr_assert_eq(tg_npy_load(tt_path("missing/x.npy"), &t), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/x.npy: cannot open"));
 }
 
 /* ---- files written by numpy ---- */
@@ -410,13 +410,13 @@ Test(npy, tgraph_writes_what_numpy_read)
 
 Test(npy, save_errors)
 {
-    cr_assert_eq(tg_npy_save("/tmp/x.npy", NULL), TG_ERR_INVALID);
-    tt_assert_last_error("/tmp/x.npy: bad tensor");
+    cr_assert_eq(tg_npy_save(tt_path("x.npy"), NULL), TG_ERR_INVALID);
+    tt_assert_last_error(tt_path("x.npy: bad tensor"));
     tg_tensor t = {.dtype = TG_F32, .rank = 1, .shape = {3}, .numel = 3, .data = NULL};
-    cr_assert_eq(tg_npy_save("/tmp/x.npy", &t), TG_ERR_INVALID);
+    cr_assert_eq(tg_npy_save(tt_path("x.npy"), &t), TG_ERR_INVALID);
     tg_tensor *u = filled(TG_F32, 1, (int64_t[]){3});
-    cr_assert_eq(tg_npy_save("/nonexistent-dir/x.npy", u), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/x.npy");
+    cr_assert_eq(tg_npy_save(tt_path("missing/x.npy"), u), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/x.npy"));
     tg_tensor_free(u);
 }
 
@@ -454,7 +454,7 @@ static tg_status through_fifo(const char *path, const char *tag,
                               tg_status (*load)(const char *, void *), void *out)
 {
     char fifo[256];
-    snprintf(fifo, sizeof fifo, "/tmp/tgraph-test-fifo-%ld-%s", (long)getpid(), tag);
+    snprintf(fifo, sizeof fifo, "%s/fifo-%s", tt_tmpdir(), tag);
     remove(fifo);
     cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
     pipe_writer w = {fifo, NULL, 0};

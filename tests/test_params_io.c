@@ -18,7 +18,7 @@
 
 static void tmp_path(char *buf, size_t n, const char *tag)
 {
-    snprintf(buf, n, "/tmp/tgraph-test-params-%ld-%s.safetensors", (long)getpid(), tag);
+    snprintf(buf, n, "%s/%s.safetensors", tt_tmpdir(), tag);
 }
 
 /* The TSA parameter list of tsa_params.json (from the oracle's case.json). */
@@ -218,8 +218,8 @@ Test(params_io, bad_files_and_arguments)
 {
     tg_params *ps = tg_params_new(TG_F32);
     tg_params_add(ps, "w", 1, (int64_t[]){2});
-    cr_assert_eq(tg_params_load(ps, "/nonexistent-dir/w.safetensors", 0), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/w.safetensors: cannot open");
+    cr_assert_eq(tg_params_load(ps, tt_path("missing/w.safetensors"), 0), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/w.safetensors: cannot open"));
     cr_assert_eq(tg_params_load(ps, TSA_WEIGHTS, 4), TG_ERR_INVALID);
     tt_assert_last_error("unknown load flags 0x4");
     char path[256];

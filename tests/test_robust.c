@@ -36,7 +36,7 @@ static char dir[256];
 
 static void make_dir(const char *tag)
 {
-    snprintf(dir, sizeof dir, "/tmp/tgraph-test-robust-%ld-%s", (long)getpid(), tag);
+    snprintf(dir, sizeof dir, "%s/%s", tt_tmpdir(), tag);
     mkdir(dir, 0700);
 }
 

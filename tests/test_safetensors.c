@@ -224,7 +224,7 @@ static unsigned char *case_bytes(const bad_case *c, size_t *len)
 
 static void tmp_path(char *buf, size_t n, const char *tag)
 {
-    snprintf(buf, n, "/tmp/tgraph-test-st-%ld-%s.safetensors", (long)getpid(), tag);
+    snprintf(buf, n, "%s/%s.safetensors", tt_tmpdir(), tag);
 }
 
 static void write_bytes(const char *path, const void *b, size_t len)
@@ -633,9 +633,9 @@ Test(safetensors, writer_errors)
     cr_assert_eq(tg_st_save(path, 1, (const char *[]){"w"}, (const tg_tensor *[]){NULL}, 0, NULL,
                             NULL), TG_ERR_INVALID);
     tt_assert_last_error("tensor 'w' is not a valid tensor");
-    cr_assert_eq(tg_st_save("/nonexistent-dir/x.safetensors", 1, (const char *[]){"w"}, ts, 0,
+    cr_assert_eq(tg_st_save(tt_path("missing/x.safetensors"), 1, (const char *[]){"w"}, ts, 0,
                             NULL, NULL), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/x.safetensors");
+    tt_assert_last_error(tt_path("missing/x.safetensors"));
     cr_assert_eq(access(path, F_OK), -1, "nothing written on error");
     tg_tensor_free(a);
 }
@@ -643,8 +643,8 @@ Test(safetensors, writer_errors)
 Test(safetensors, load_errors)
 {
     tg_st_file *f;
-    cr_assert_eq(tg_st_load("/nonexistent-dir/x.safetensors", &f), TG_ERR_IO);
-    tt_assert_last_error("/nonexistent-dir/x.safetensors: cannot open");
+    cr_assert_eq(tg_st_load(tt_path("missing/x.safetensors"), &f), TG_ERR_IO);
+    tt_assert_last_error(tt_path("missing/x.safetensors: cannot open"));
     cr_assert_null(f);
 }
 

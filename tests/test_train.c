@@ -35,8 +35,7 @@ static void cleanup(void)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_train_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
 TestSuite(train, .init = setup, .fini = cleanup, .timeout = 120);

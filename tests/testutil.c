@@ -1,6 +1,7 @@
 /*
  * testutil.c - helpers for the Criterion suites (see testutil.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -114,6 +115,97 @@ void tt_assert_last_error(const char *needle)
               e);
 }
 
+/* ---- a fresh temporary directory per test ---- */
+
+/* Criterion runs each test in a process of its own, but the helper does not
+ * count on it: the directory belongs to one test (its function: the struct
+ * criterion_current_test points to is a copy on the stack) and to the process
+ * that made it, which alone removes it. A child of fork() in the same test
+ * shares it and leaves it alone when it exits. */
+static char tmp_dir[PATH_MAX];               /* "" until the test asks */
+static void (*tmp_test)(void);               /* the test it belongs to */
+static pid_t tmp_owner;                      /* the process that made it */
+static char **tmp_names;                     /* tt_path's strings, freed with it */
+static size_t tmp_count, tmp_cap;
+
+/* Remove path and, for a directory (not a symlink to one), all under it. */
+static void remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return;
+    if (S_ISDIR(sb.st_mode)) {
+        chmod(path, 0700);   /* a test may have taken away the write permission */
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char *sub = malloc(strlen(path) + strlen(e->d_name) + 2);
+            if (!sub) break;
+            sprintf(sub, "%s/%s", path, e->d_name);
+            remove_tree(sub);
+            free(sub);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void tmp_cleanup(void)
+{
+    if (!tmp_dir[0] || tmp_owner != getpid()) return;
+    remove_tree(tmp_dir);
+    tmp_dir[0] = '\0';
+    for (size_t i = 0; i < tmp_count; i++) free(tmp_names[i]);
+    free(tmp_names);
+    tmp_names = NULL;
+    tmp_count = tmp_cap = 0;
+}
+
+const char *tt_tmpdir(void)
+{
+    static bool registered;
+    void (*test)(void) = criterion_current_test ? criterion_current_test->test : NULL;
+    if (tmp_dir[0] && tmp_test == test) return tmp_dir;
+    tmp_cleanup();   /* the previous test's, when tests share this process */
+    tmp_dir[0] = '\0';
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    size_t blen = strlen(base);
+    while (blen > 1 && base[blen - 1] == '/') blen--;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s/tgraph-test-XXXXXX", (int)blen, base);
+    cr_assert(strlen(dir) <= TT_TMPDIR_MAX, "%s: TMPDIR is too long for the suites' path "
+                  "buffers (at most %d characters with /tgraph-test-XXXXXX)", dir, TT_TMPDIR_MAX);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+    if (!registered) {
+        atexit(tmp_cleanup);
+        registered = true;
+    }
+    strcpy(tmp_dir, dir);
+    tmp_test = test;
+    tmp_owner = getpid();
+    return tmp_dir;
+}
+
+const char *tt_path(const char *name)
+{
+    const char *dir = tt_tmpdir();
+    if (tmp_count == tmp_cap) {
+        size_t cap = tmp_cap ? 2 * tmp_cap : 16;
+        char **grown = realloc(tmp_names, cap * sizeof *grown);
+        cr_assert_not_null(grown);
+        tmp_names = grown;
+        tmp_cap = cap;
+    }
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    cr_assert_not_null(p);
+    sprintf(p, "%s/%s", dir, name);
+    tmp_names[tmp_count++] = p;
+    return p;
+}
+
 /* ---- the tgraph program ---- */
 
 /* build/tgraph (or build-asan/tgraph) beside the test binary. */
@@ -160,7 +252,8 @@ int tt_run_tool_out(const char *const *args, char *out, size_t outlen, char *err
     /* stdout into an unlinked temporary file: two pipes could fill up */
     int out_fd = -1;
     if (out) {
-        char tmpl[] = "/tmp/tgraph-test-out-XXXXXX";
+        char tmpl[PATH_MAX];
+        snprintf(tmpl, sizeof tmpl, "%s/stdout-XXXXXX", tt_tmpdir());
         out_fd = mkstemp(tmpl);
         cr_assert_neq(out_fd, -1, "mkstemp: %s", strerror(errno));
         unlink(tmpl);

@@ -10,24 +10,10 @@
 #include "tgraph.h"
 #include "tensor_io.h"
 
+/* Where the fixtures are, relative to the repository root (the tests run from
+ * there); override with -DTT_FIXTURES='"..."'. */
 #ifndef TT_FIXTURES
 #define TT_FIXTURES "tests/fixtures"
-/* ---- the tgraph program (build/tgraph or build-asan/tgraph, beside the test binary) ---- */
-
-/* A NULL-terminated argument list: tt_run_tool(TT_ARGS("bench", "tsa"), ...). */
-#define TT_ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-/* Run tgraph with args (NULL-terminated, without the program); returns the exit
- * status (or 128 + signal) and fills err (NUL-terminated, truncated to errlen)
- * with what it wrote to stderr. stdout goes to out likewise, or is discarded
- * when out is NULL. */
-int tt_run_tool_out(const char *const *args, char *out, size_t outlen, char *err, size_t errlen);
-int tt_run_tool(const char *const *args, char *err, size_t errlen);
-
-/* Assert exit status 2 and exactly one line on stderr, starting "tgraph CMD: "
- * (or "tgraph: "), containing needle1 and needle2 (NULL: not checked). */
-void tt_expect_cli_error(const char *const *args, const char *needle1, const char *needle2);
-
 #endif
 
 /* Load TT_FIXTURES/<dir>/<file> (a .npy); fails the test if it cannot. */
@@ -51,6 +37,26 @@ void tt_randn(tg_tensor *t, uint64_t seed);
 void tt_assert_graph_error(const tg_graph *g, const char *needle);
 /* Assert that tg_last_error() contains `needle`. */
 void tt_assert_last_error(const char *needle);
+
+/* ---- a fresh temporary directory per test ----
+ *
+ * tt_tmpdir() makes ${TMPDIR:-/tmp}/tgraph-test-XXXXXX (mkdtemp) on its first
+ * call in a test and returns the same path for the rest of that test; the
+ * next test (in this process or another) gets a new one. The directory and
+ * everything in it is removed when the test process exits, or when the next
+ * test in the same process asks for its own (a test killed by a signal leaves
+ * its directory behind). Tests write only under it: two runs of the suite at
+ * once never share a file, and nothing is left behind. tests/test_hygiene.c
+ * fails on a fixed /tmp path or a made-up missing path in a test source.
+ *
+ * tt_path(name) is tt_tmpdir()/name, valid until the end of the test. For a
+ * path that does not exist and cannot be created, name one under a missing
+ * directory: tt_path("missing/x.npy") (nothing creates "missing"). */
+const char *tt_tmpdir(void);
+/* The longest path tt_tmpdir() returns (a longer $TMPDIR fails the test): the
+ * suites hold it in buffers of 64 bytes. */
+#define TT_TMPDIR_MAX 63
+const char *tt_path(const char *name);
 
 /* ---- the tgraph program (build/tgraph or build-asan/tgraph, beside the test binary) ---- */
 
