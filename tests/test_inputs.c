@@ -5,7 +5,7 @@
  * TG_MAX_INPUT_BYTES override, the scaler's constant-column rule, CR-only
  * CSV files, decimal-only CSV numbers, 1-based column names, long values.
  *
- * Each test works in its own mkdtemp directory and removes it.
+ * Each test works in its own fresh directory (tt_tmpdir), removed when it ends.
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,8 +31,7 @@ typedef struct {
 static void tmp_init(tmpdir *t)
 {
     memset(t, 0, sizeof *t);
-    snprintf(t->dir, sizeof t->dir, "/tmp/tgraph-inputs-XXXXXX");
-    cr_assert_not_null(mkdtemp(t->dir), "mkdtemp");
+    snprintf(t->dir, sizeof t->dir, "%s", tt_tmpdir());
 }
 
 /* A path in the directory, removed by tmp_done. */

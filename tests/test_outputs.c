@@ -7,7 +7,7 @@
  * through a hard link or a symlink) before writing anything, and a failed
  * write to stdout (> /dev/full) is an error with one line on stderr.
  *
- * Every test works in its own mkdtemp directory. Where a test also uses the
+ * Every test works in its own fresh directory (tt_tmpdir). Where a test also uses the
  * system's /dev/null or /dev/stdout, it first checks a private stand-in (a
  * device node or symlink of its own), so that code with the old behaviour
  * fails there before it could replace the system's file.
@@ -32,21 +32,13 @@
 
 static char dir[512];
 
+/* The test's own fresh directory (tt_tmpdir: removed when the test ends). */
 static void setup(void)
 {
-    const char *t = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tgraph-test-outputs-XXXXXX", t && *t ? t : "/tmp");
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+    snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
-static void cleanup(void)
-{
-    char cmd[PATH_MAX + 32];
-    if (dir[0] && snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir) < (int)sizeof cmd)
-        if (system(cmd)) {}
-}
-
-TestSuite(outputs, .init = setup, .fini = cleanup, .timeout = 60);
+TestSuite(outputs, .init = setup, .timeout = 60);
 
 /* dir/name in one of 32 rotating buffers (copy what must live longer). */
 static const char *in_dir(const char *name)

@@ -10,7 +10,7 @@
  * asked for, and eval works from any directory; non-integer metadata is
  * rejected by name; an absurd or non-finite validation MSE stops the run.
  *
- * Each test works in its own mkdtemp directory and runs the tgraph binary
+ * Each test works in its own fresh directory (tt_tmpdir) and runs the tgraph binary
  * built beside this test binary.
  */
 #define _XOPEN_SOURCE 700   /* realpath */
@@ -33,25 +33,13 @@
 
 static char dir[PATH_MAX];
 
+/* The test's own fresh directory (tt_tmpdir: removed when the test ends). */
 static void setup(void)
 {
-    const char *t = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tg_safety_XXXXXX", t && *t ? t : "/tmp");
-    cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
-static void cleanup(void)
-{
-    if (!dir[0]) return;
-    pid_t pid = fork();
-    if (pid == 0) {
-        execlp("rm", "rm", "-rf", dir, (char *)NULL);
-        _exit(127);
-    }
-    if (pid > 0) waitpid(pid, NULL, 0);
-}
-
-TestSuite(train_safety, .init = setup, .fini = cleanup, .timeout = 180);
+TestSuite(train_safety, .init = setup, .timeout = 180);
 
 static char out_text[1 << 16], err_text[1 << 16];
 
