@@ -51,6 +51,8 @@ void tg_graph_free(tg_graph *g)
     tg__free(g->nodes);
     tg__free(g->scopes);
     tg__free(g->param_table);
+    for (int i = 0; i < g->n_stores; i++) tg__params_release(g->stores[i]);
+    tg__free(g->stores);
     tg__free(g->prof);
     tg__free(g);
 }
@@ -388,6 +390,24 @@ static bool param_table_grow(tg_graph *g)
     return true;
 }
 
+/* Hold p's store until the graph is freed (tg_params_free then defers). */
+static bool retain_store(tg_graph *g, tg_params *ps)
+{
+    if (!ps) return true;
+    for (int i = 0; i < g->n_stores; i++)
+        if (g->stores[i] == ps) return true;
+    if (g->n_stores == g->store_cap) {
+        int cap = g->store_cap ? 2 * g->store_cap : 4;
+        tg_params **s = tg__realloc(g->stores, (size_t)cap * sizeof *s);
+        if (!s) return false;
+        g->stores = s;
+        g->store_cap = cap;
+    }
+    g->stores[g->n_stores++] = ps;
+    tg__params_retain(ps);
+    return true;
+}
+
 tg_node *tg_param_node(tg_graph *g, tg_param *p)
 {
     if (!tg_builder_check(g, "param", 0, NULL)) return NULL;
@@ -401,6 +421,7 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
     }
     if (2 * (g->n_params + 1) > g->param_cap && !param_table_grow(g))
         return tg_graph_fail(g, "param: out of memory");
+    if (!retain_store(g, tg__param_owner(p))) return tg_graph_fail(g, "param: out of memory");
     tg_node *n = node_create(g, TG_NODE_PARAM, NULL, 0, NULL, p->value.dtype, p->value.rank,
                              p->value.shape, "param");
     if (!n) return NULL;
@@ -421,6 +442,12 @@ tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad)
         return tg_set_error(TG_ERR_INVALID,
                             "requires_grad: only input leaves can be marked (node %d is %s)",
                             n->id, n->name);
+    if (n->requires_grad == requires_grad) return TG_OK;
+    if (n->graph->planned || n->graph->ran_forward)
+        return tg_set_error(TG_ERR_STATE,
+                            "tg_node_set_requires_grad: input '%s' (node %d): the graph has "
+                            "already been planned or run; set requires_grad before the first "
+                            "forward or tg_graph_plan", n->name, n->id);
     if (requires_grad && !tg_dtype_is_float(n->value.dtype))
         return tg_set_error(TG_ERR_DTYPE, "requires_grad: input '%s' has dtype %s, not float",
                             n->name, tg_dtype_name(n->value.dtype));

@@ -45,6 +45,16 @@ void     tg__alloc_fail_after(uint64_t n);
 /* ---- errors (engine/error.c) ---- */
 tg_status tg__vset_error(tg_status st, const char *fmt, va_list ap);
 
+/* ---- parameter stores (engine/params.c) ----
+ * A store is freed when its owner has called tg_params_free and no graph holds
+ * it: a graph retains the store of each parameter it makes a node of, and
+ * releases them in tg_graph_free. */
+typedef struct tg_params tg_params;
+typedef struct tg_param tg_param;
+void       tg__params_retain(tg_params *ps);
+void       tg__params_release(tg_params *ps);
+tg_params *tg__param_owner(const tg_param *p);   /* the store p belongs to */
+
 /* ---- small helpers ---- */
 /* Checked a*b for sizes; returns 0 on overflow. */
 int tg__mul_overflow_i64(int64_t a, int64_t b, int64_t *out);

@@ -68,7 +68,41 @@ struct tg_optim {
     tg_params      *ps;
     tg_optim_config c;
     int64_t         steps;
+    /* Parameters added to the store after the optimizer was made get their
+     * state on the next step (zeroed, like PyTorch's lazily created state)
+     * and count their own steps from there: born[i] is the step count when
+     * parameter i joined (0 for those there at creation). */
+    int             n_seen;
+    int64_t        *born;       /* [n_seen] */
 };
+
+/* Allocate the state slots this optimizer uses for every parameter lacking them. */
+static tg_status alloc_slots(tg_params *ps, const tg_optim_config *c)
+{
+    tg_status st = TG_OK;
+    if (c->kind == TG_OPTIM_SGD) {
+        if (c->momentum != 0) st = tg_params_alloc_state(ps, 0);
+    } else {
+        st = tg_params_alloc_state(ps, 0);
+        if (!st) st = tg_params_alloc_state(ps, 1);
+    }
+    return st;
+}
+
+/* Take in parameters added to the store since the last look. */
+static tg_status adopt_new_params(tg_optim *o)
+{
+    int n = tg_params_count(o->ps);
+    if (n <= o->n_seen) return TG_OK;
+    int64_t *born = tg__realloc(o->born, (size_t)n * sizeof *born);
+    if (!born) return tg_set_error(TG_ERR_NOMEM, "tg_optim_step: out of memory");
+    o->born = born;
+    tg_status st = alloc_slots(o->ps, &o->c);
+    if (st) return st;
+    for (int i = o->n_seen; i < n; i++) born[i] = o->steps;
+    o->n_seen = n;
+    return TG_OK;
+}
 
 static const char *const kind_names[TG_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw"};
 
@@ -102,9 +136,7 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
                      "dampening");
         return NULL;
     }
-    if ((c.kind == TG_OPTIM_SGD && c.momentum != 0 && tg_params_alloc_state(ps, 0)) ||
-        (c.kind != TG_OPTIM_SGD && (tg_params_alloc_state(ps, 0) || tg_params_alloc_state(ps, 1))))
-        return NULL;
+    if (alloc_slots(ps, &c)) return NULL;
     tg_optim *o = tg__calloc(1, sizeof *o);
     if (!o) {
         tg_set_error(TG_ERR_NOMEM, "optim: out of memory");
@@ -112,25 +144,38 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
     }
     o->ps = ps;
     o->c = c;
+    if (adopt_new_params(o)) {
+        tg__free(o);
+        return NULL;
+    }
     return o;
 }
 
-void tg_optim_free(tg_optim *o) { tg__free(o); }
+void tg_optim_free(tg_optim *o)
+{
+    if (!o) return;
+    tg__free(o->born);
+    tg__free(o);
+}
 
 tg_status tg_optim_step(tg_optim *o)
 {
-    if (!o) return tg_set_error(TG_ERR_INVALID, "optim: NULL optimizer");
+    if (!o) return tg_set_error(TG_ERR_INVALID, "tg_optim_step: o is NULL");
+    tg_status st = adopt_new_params(o);
+    if (st) return st;
     o->steps++;
-    for (int i = 0; i < tg_params_count(o->ps); i++) {
+    for (int i = 0; i < o->n_seen; i++) {
         tg_param *p = tg_params_at(o->ps, i);
         if (p->frozen) continue;
+        /* this parameter's own step count (PyTorch keeps one per parameter) */
+        int64_t t = o->steps - o->born[i] < 1 ? 1 : o->steps - o->born[i];
         bool f64 = p->value.dtype == TG_F64;
         if (o->c.kind == TG_OPTIM_SGD) {
-            if (f64) sgd_update_f64(&o->c, o->c.lr, o->steps == 1, p);
-            else sgd_update_f32(&o->c, o->c.lr, o->steps == 1, p);
+            if (f64) sgd_update_f64(&o->c, o->c.lr, t == 1, p);
+            else sgd_update_f32(&o->c, o->c.lr, t == 1, p);
         } else {
-            if (f64) adam_update_f64(&o->c, o->c.lr, o->steps, p);
-            else adam_update_f32(&o->c, o->c.lr, o->steps, p);
+            if (f64) adam_update_f64(&o->c, o->c.lr, t, p);
+            else adam_update_f32(&o->c, o->c.lr, t, p);
         }
     }
     return TG_OK;

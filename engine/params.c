@@ -12,11 +12,20 @@
 
 struct tg_params {
     tg_dtype   dtype;
+    int        refs;        /* the owner (until tg_params_free) + one per graph using it */
+    bool       owner_freed; /* tg_params_free was called */
     int        count, cap;
     tg_param **items;       /* creation order */
     int       *table;       /* open addressing: index+1 into items, 0 = empty */
     int        table_cap;   /* power of two, > 2*count */
 };
+
+/* A parameter as the store allocates it: the public struct plus its owner, so
+ * a graph that takes a parameter node knows which store to hold on to. */
+typedef struct param_box {
+    tg_param   p;           /* first: a tg_param * is a param_box * */
+    tg_params *owner;
+} param_box;
 
 static uint64_t hash_str(const char *s)
 {
@@ -38,6 +47,7 @@ tg_params *tg_params_new(tg_dtype dt)
         return NULL;
     }
     ps->dtype = dt;
+    ps->refs = 1;
     return ps;
 }
 
@@ -51,16 +61,44 @@ static void param_free(tg_param *p)
     tg__free(p);
 }
 
-void tg_params_free(tg_params *ps)
+static void params_destroy(tg_params *ps)
 {
-    if (!ps) return;
     for (int i = 0; i < ps->count; i++) param_free(ps->items[i]);
     tg__free(ps->items);
     tg__free(ps->table);
     tg__free(ps);
 }
 
-tg_dtype tg_params_dtype(const tg_params *ps) { return ps->dtype; }
+void tg__params_retain(tg_params *ps)
+{
+    if (ps) ps->refs++;
+}
+
+void tg__params_release(tg_params *ps)
+{
+    if (ps && --ps->refs == 0) params_destroy(ps);
+}
+
+tg_params *tg__param_owner(const tg_param *p)
+{
+    return p ? ((const param_box *)(const void *)p)->owner : NULL;
+}
+
+void tg_params_free(tg_params *ps)
+{
+    if (!ps || ps->owner_freed) return;
+    ps->owner_freed = true;
+    tg__params_release(ps);
+}
+
+tg_dtype tg_params_dtype(const tg_params *ps)
+{
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_dtype: ps is NULL");
+        return TG_F32;
+    }
+    return ps->dtype;
+}
 
 static int table_slot(const tg_params *ps, const char *name)
 {
@@ -109,6 +147,14 @@ static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t
 tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape)
 {
     int64_t numel;
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_add: ps is NULL");
+        return NULL;
+    }
+    if (!shape && rank > 0) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_add: shape is NULL with rank %d", rank);
+        return NULL;
+    }
     if (!name || !*name) {
         tg_set_error(TG_ERR_INVALID, "params: empty parameter name");
         return NULL;
@@ -126,8 +172,10 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
         ps->cap = cap;
     }
     if (2 * (ps->count + 1) > ps->table_cap && !table_grow(ps)) goto oom;
-    tg_param *p = tg__calloc(1, sizeof *p);
-    if (!p) goto oom;
+    param_box *box = tg__calloc(1, sizeof *box);
+    if (!box) goto oom;
+    box->owner = ps;
+    tg_param *p = &box->p;
     p->name = tg__strdup(name);
     if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel) != TG_OK ||
         tensor_alloc(&p->grad, ps->dtype, rank, shape, numel) != TG_OK) {
