@@ -59,6 +59,8 @@ static tg_status read_stream(FILE *f, const char *path, size_t max_bytes, void *
 
 tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len)
 {
+    TG__NONNULL(data, TG_ERR_INVALID);
+    TG__NONNULL(len, TG_ERR_INVALID);
     *data = NULL;
     *len = 0;
     if (!path) return tg_set_error(TG_ERR_INVALID, "read: path is NULL");

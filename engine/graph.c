@@ -57,7 +57,11 @@ void tg_graph_free(tg_graph *g)
     tg__free(g);
 }
 
-tg_dtype tg_graph_dtype(const tg_graph *g) { return g->dtype; }
+tg_dtype tg_graph_dtype(const tg_graph *g)
+{
+    TG__NONNULL(g, TG_F32);
+    return g->dtype;
+}
 
 const char *tg_graph_error(const tg_graph *g)
 {
@@ -81,7 +85,8 @@ static void vfail(tg_graph *g, const char *fmt, va_list ap)
 
 tg_node *tg_graph_fail(tg_graph *g, const char *fmt, ...)
 {
-    if (!g) return NULL;
+    TG__NONNULL(g, NULL);
+    if (!fmt) return tg_graph_fail(g, "%s", "tg_graph_fail: fmt is NULL");
     va_list ap;
     va_start(ap, fmt);
     vfail(g, fmt, ap);
@@ -89,11 +94,16 @@ tg_node *tg_graph_fail(tg_graph *g, const char *fmt, ...)
     return NULL;
 }
 
-int tg_graph_node_count(const tg_graph *g) { return g ? g->n_nodes : 0; }
+int tg_graph_node_count(const tg_graph *g)
+{
+    TG__NONNULL(g, 0);
+    return g->n_nodes;
+}
 
 tg_node *tg_graph_node(const tg_graph *g, int i)
 {
-    return g && i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
+    TG__NONNULL(g, NULL);
+    return i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
 }
 
 /* ---------------------------------------------------------------- scopes */
@@ -152,6 +162,8 @@ tg_status tg_scope_pushf(tg_graph *g, const char *fmt, ...)
 {
     char name[256];
     va_list ap;
+    TG__NONNULL(g, TG_ERR_INVALID);
+    if (!fmt) return tg_scope_push(g, NULL);
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
@@ -163,22 +175,45 @@ void tg_scope_pop(tg_graph *g)
     if (g && g->cur_scope > 0) g->cur_scope = g->scopes[g->cur_scope].parent;
 }
 
-int tg_graph_scope_count(const tg_graph *g) { return g->n_scopes; }
+int tg_graph_scope_count(const tg_graph *g)
+{
+    TG__NONNULL(g, 0);
+    return g->n_scopes;
+}
 
 static const tg__scope *scope_at(const tg_graph *g, int s)
 {
     return s >= 0 && s < g->n_scopes ? &g->scopes[s] : &g->scopes[0];
 }
 
-const char *tg_graph_scope_path(const tg_graph *g, int s) { return scope_at(g, s)->path; }
-const char *tg_graph_scope_name(const tg_graph *g, int s) { return scope_at(g, s)->name; }
-int tg_graph_scope_parent(const tg_graph *g, int s) { return scope_at(g, s)->parent; }
-int tg_graph_scope_depth(const tg_graph *g, int s) { return scope_at(g, s)->depth; }
+const char *tg_graph_scope_path(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, NULL);
+    return scope_at(g, s)->path;
+}
+
+const char *tg_graph_scope_name(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, NULL);
+    return scope_at(g, s)->name;
+}
+
+int tg_graph_scope_parent(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, -1);
+    return scope_at(g, s)->parent;
+}
+int tg_graph_scope_depth(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, 0);
+    return scope_at(g, s)->depth;
+}
 
 /* ----------------------------------------------------------------- nodes */
 
 bool tg_builder_check(tg_graph *g, const char *op, int n, tg_node *const *in)
 {
+    if (!op) op = "(op name NULL)";
     if (!g) {
         tg_set_error(TG_ERR_INVALID, "%s: graph is NULL", op);
         return false;
@@ -264,6 +299,7 @@ tg_node *tg_node_new(tg_graph *g, const tg_op *op, int n_in, tg_node *const *in,
 
 void *tg_node_attr(tg_node *n, size_t size)
 {
+    TG__NONNULL(n, NULL);
     void *a = tg__arena_alloc(&n->graph->arena, size ? size : 1, 16);
     if (!a) tg_graph_fail(n->graph, "%s: out of memory", n->name);
     n->attr = a;
@@ -272,6 +308,7 @@ void *tg_node_attr(tg_node *n, size_t size)
 
 char *tg_graph_strdup(tg_graph *g, const char *s)
 {
+    TG__NONNULL(g, NULL);
     char *d = tg__arena_strdup(&g->arena, s ? s : "");
     if (!d) tg_graph_fail(g, "out of memory");
     return d;
@@ -280,6 +317,7 @@ char *tg_graph_strdup(tg_graph *g, const char *s)
 int tg_node_buffer(tg_node *n, tg_dtype dt, int rank, const int64_t *shape)
 {
     int64_t numel;
+    TG__NONNULL(n, -1);
     if (n->n_buf == TG_NODE_MAX_BUFFERS) {
         tg_graph_fail(n->graph, "%s: more than %d saved buffers", n->name, TG_NODE_MAX_BUFFERS);
         return -1;
@@ -300,11 +338,16 @@ int tg_node_buffer(tg_node *n, tg_dtype dt, int rank, const int64_t *shape)
 
 void tg_node_scratch(tg_node *n, size_t bytes)
 {
+    TG__NONNULL_VOID(n);
     if (bytes > n->scratch) n->scratch = bytes;
     n->graph->planned = false;
 }
 
-void *tg_graph_scratch(tg_graph *g) { return g->scratch; }
+void *tg_graph_scratch(tg_graph *g)
+{
+    TG__NONNULL(g, NULL);
+    return g->scratch;
+}
 
 /* ---------------------------------------------------------------- leaves */
 
@@ -458,11 +501,16 @@ tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad)
 
 /* -------------------------------------------------------------- accessors */
 
-const tg_tensor *tg_node_value(const tg_node *n) { return n ? &n->value : NULL; }
+const tg_tensor *tg_node_value(const tg_node *n)
+{
+    TG__NONNULL(n, NULL);
+    return &n->value;
+}
 
 const tg_tensor *tg_node_grad(const tg_node *n)
 {
-    return n && n->requires_grad && n->grad.data ? &n->grad : NULL;
+    TG__NONNULL(n, NULL);
+    return n->requires_grad && n->grad.data ? &n->grad : NULL;
 }
 
 tg_status tg_node_set(tg_node *n, const tg_tensor *src)
@@ -476,15 +524,53 @@ tg_status tg_node_set(tg_node *n, const tg_tensor *src)
     return TG_OK;
 }
 
-const char *tg_node_name(const tg_node *n) { return n ? n->name : ""; }
-int tg_node_id(const tg_node *n) { return n ? n->id : -1; }
-int tg_node_scope(const tg_node *n) { return n ? n->scope : 0; }
+const char *tg_node_name(const tg_node *n)
+{
+    TG__NONNULL(n, NULL);
+    return n->name;
+}
 
-void tg_graph_set_training(tg_graph *g, bool training) { g->training = training; }
-bool tg_graph_training(const tg_graph *g) { return g->training; }
-void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed); }
-tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
-void tg_graph_set_check_finite(tg_graph *g, bool on) { g->check_finite = on; }
+int tg_node_id(const tg_node *n)
+{
+    TG__NONNULL(n, -1);
+    return n->id;
+}
+
+int tg_node_scope(const tg_node *n)
+{
+    TG__NONNULL(n, 0);
+    return n->scope;
+}
+
+void tg_graph_set_training(tg_graph *g, bool training)
+{
+    TG__NONNULL_VOID(g);
+    g->training = training;
+}
+
+bool tg_graph_training(const tg_graph *g)
+{
+    TG__NONNULL(g, false);
+    return g->training;
+}
+
+void tg_graph_seed(tg_graph *g, uint64_t seed)
+{
+    TG__NONNULL_VOID(g);
+    tg_rng_seed(&g->rng, seed);
+}
+
+tg_rng *tg_graph_rng(tg_graph *g)
+{
+    TG__NONNULL(g, NULL);
+    return &g->rng;
+}
+
+void tg_graph_set_check_finite(tg_graph *g, bool on)
+{
+    TG__NONNULL_VOID(g);
+    g->check_finite = on;
+}
 
 void tg_graph_set_profile(tg_graph *g, bool on)
 {
@@ -523,7 +609,11 @@ static bool name_seen(const tg_graph *g, int i)
 int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max)
 {
     int count = 0;
-    if (!g) return 0;
+    TG__NONNULL(g, 0);
+    if (!out && max > 0) {
+        tg_set_error(TG_ERR_INVALID, "tg_graph_profile: out is NULL with max %d", max);
+        return 0;
+    }
     if (max < 0) max = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const tg_node *n = g->nodes[i];
@@ -550,18 +640,21 @@ int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max)
 
 void tg_graph_set_grad_enabled(tg_graph *g, bool enabled)
 {
+    TG__NONNULL_VOID(g);
     if (g->grad_enabled != enabled) g->planned = false;
     g->grad_enabled = enabled;
 }
 
 void tg_graph_set_share_values(tg_graph *g, bool on)
 {
+    TG__NONNULL_VOID(g);
     if (g->share_values != on) g->planned = false;
     g->share_values = on;
 }
 
 void tg_graph_set_recompute(tg_graph *g, bool on)
 {
+    TG__NONNULL_VOID(g);
     if (g->recompute != on) g->planned = false;
     g->recompute = on;
 }

@@ -108,10 +108,8 @@ static const char *const kind_names[TG_OPTIM_KIND_COUNT] = {"sgd", "adam", "adam
 
 tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
 {
-    if (!ps || !cfg) {
-        tg_set_error(TG_ERR_INVALID, "optim: params or config is NULL");
-        return NULL;
-    }
+    TG__NONNULL(ps, NULL);
+    TG__NONNULL(cfg, NULL);
     tg_optim_config c = *cfg;
     if ((unsigned)c.kind >= TG_OPTIM_KIND_COUNT) {
         tg_set_error(TG_ERR_INVALID, "optim: unknown optimizer kind %d", (int)c.kind);
@@ -181,14 +179,39 @@ tg_status tg_optim_step(tg_optim *o)
     return TG_OK;
 }
 
-double tg_optim_lr(const tg_optim *o) { return o->c.lr; }
-void tg_optim_set_lr(tg_optim *o, double lr) { o->c.lr = lr; }
-int64_t tg_optim_steps(const tg_optim *o) { return o->steps; }
-void tg_optim_set_steps(tg_optim *o, int64_t steps) { o->steps = steps; }
-const tg_optim_config *tg_optim_config_of(const tg_optim *o) { return &o->c; }
+double tg_optim_lr(const tg_optim *o)
+{
+    TG__NONNULL(o, NAN);
+    return o->c.lr;
+}
+
+void tg_optim_set_lr(tg_optim *o, double lr)
+{
+    TG__NONNULL_VOID(o);
+    o->c.lr = lr;
+}
+
+int64_t tg_optim_steps(const tg_optim *o)
+{
+    TG__NONNULL(o, 0);
+    return o->steps;
+}
+
+void tg_optim_set_steps(tg_optim *o, int64_t steps)
+{
+    TG__NONNULL_VOID(o);
+    o->steps = steps;
+}
+
+const tg_optim_config *tg_optim_config_of(const tg_optim *o)
+{
+    TG__NONNULL(o, NULL);
+    return &o->c;
+}
 
 const char *tg_optim_slot_name(const tg_optim *o, int slot)
 {
+    TG__NONNULL(o, NULL);
     if (o->c.kind == TG_OPTIM_SGD) return slot == 0 && o->c.momentum != 0 ? "momentum_buffer" : NULL;
     return slot == 0 ? "exp_avg" : slot == 1 ? "exp_avg_sq" : NULL;
 }
@@ -196,6 +219,7 @@ const char *tg_optim_slot_name(const tg_optim *o, int slot)
 double tg_clip_grad_norm(tg_params *ps, double max_norm)
 {
     double sq = 0;
+    TG__NONNULL(ps, NAN);
     for (int i = 0; i < tg_params_count(ps); i++) {
         const tg_tensor *g = &tg_params_at(ps, i)->grad;
         for (int64_t k = 0; k < g->numel; k++) {
@@ -221,6 +245,7 @@ const char *tg_lr_schedule_name(tg_lr_schedule s)
 
 tg_status tg_lr_schedule_parse(const char *s, tg_lr_schedule *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     for (int i = 0; i < TG_LR_SCHEDULE_COUNT; i++)
         if (s && !strcmp(s, schedule_names[i])) {
             *out = (tg_lr_schedule)i;

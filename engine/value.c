@@ -476,6 +476,7 @@ static tg_status expected(const tg_value *v, const char *key, const char *what)
 
 tg_status tg_value_as_int(const tg_value *v, const char *key, int64_t *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_INT) return expected(v, key, "an integer");
     *out = v->i;
     return TG_OK;
@@ -483,6 +484,7 @@ tg_status tg_value_as_int(const tg_value *v, const char *key, int64_t *out)
 
 tg_status tg_value_as_double(const tg_value *v, const char *key, double *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || (v->kind != TG_VALUE_INT && v->kind != TG_VALUE_FLOAT))
         return expected(v, key, "a number");
     *out = v->kind == TG_VALUE_INT ? (double)v->i : v->f;
@@ -491,6 +493,7 @@ tg_status tg_value_as_double(const tg_value *v, const char *key, double *out)
 
 tg_status tg_value_as_bool(const tg_value *v, const char *key, bool *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_BOOL) return expected(v, key, "true or false");
     *out = v->b;
     return TG_OK;
@@ -498,6 +501,7 @@ tg_status tg_value_as_bool(const tg_value *v, const char *key, bool *out)
 
 tg_status tg_value_as_string(const tg_value *v, const char *key, const char **out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_STRING || !v->s) return expected(v, key, "a string");
     *out = v->s;
     return TG_OK;
@@ -506,6 +510,8 @@ tg_status tg_value_as_string(const tg_value *v, const char *key, const char **ou
 tg_status tg_value_as_int_list(const tg_value *v, const char *key, int64_t *out, int max,
                                int *n)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
+    TG__NONNULL(n, TG_ERR_INVALID);
     if (!key) key = "value";
     if (v && v->kind == TG_VALUE_INT) {
         if (max < 1)
@@ -658,6 +664,8 @@ tg_status tg_config_put(tg_config *c, const char *key, tg_value *v)
 
 const tg_value *tg_config_get(tg_config *c, const char *key)
 {
+    TG__NONNULL(c, NULL);
+    TG__NONNULL(key, NULL);
     if (!c || !key) return NULL;
     int i = find_key(c, key, strlen(key));
     if (i < 0) return NULL;

@@ -42,7 +42,18 @@ tg_checkpoint_save          o               parameters only, no optimizer
 .*_init                     (prefix|rng)    no name prefix / parameters left at zero
 tg_layer_new                (prefix|rng)    no name prefix / parameters left at zero
 tg_name_join                prefix          no prefix
-tg_config_check_unused      (context|known) no context / no list of known keys
+tg_config_check_unused      (c|context|known) a NULL config has no unused keys; no context / no list of known keys
+tg_(input|constant)         name            an unnamed leaf ("input", "constant")
+tg_graph_error              g               returns the message "graph is NULL"
+tg_graph_strdup             s               copies ""
+tg_builder_check            op              only names the op in messages
+tg_value_as_[a-z_]+         key             only names the value in messages
+tg_set_error                fmt             returns st as given; the message says fmt is NULL
+tg_shape_str                shape           writes "[?]" and returns buf (it sits in printf arguments)
+tg_parallel_for             ctx             handed to fn as it is
+tg_windows_fill             y               no targets wanted
+tg_layer_(new|read_config)  cfg             no settings: every key at its default
+tg_(st_count|st_meta_count|config_count|config_key) (f|c) a NULL file or config reads as empty (0 / NULL)
 '
 
 cat "$dir"/*.h | awk -v allow="$allow" '
