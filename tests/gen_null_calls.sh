@@ -131,6 +131,7 @@ END {
         gsub(/ +/, " ", st)
         sub(/ ?__attribute__.*$/, "", st)
         if (st == "" || st ~ /^typedef / || st ~ /^static / || st ~ /^extern / ||
+            st ~ /^(struct|union|enum) [A-Za-z_0-9]+$/ ||
             st ~ /^(struct|union|enum) [A-Za-z_0-9]+ BODY$/ || st ~ /^enum [A-Za-z_0-9]+ BODY$/ ||
             st ~ /^enum BODY$/)
             continue
