@@ -486,14 +486,14 @@ tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad)
                             "requires_grad: only input leaves can be marked (node %d is %s)",
                             n->id, n->name);
     if (n->requires_grad == requires_grad) return TG_OK;
+    if (requires_grad && !tg_dtype_is_float(n->value.dtype))
+        return tg_set_error(TG_ERR_DTYPE, "requires_grad: input '%s' has dtype %s, not float",
+                            n->name, tg_dtype_name(n->value.dtype));
     if (n->graph->planned || n->graph->ran_forward)
         return tg_set_error(TG_ERR_STATE,
                             "tg_node_set_requires_grad: input '%s' (node %d): the graph has "
                             "already been planned or run; set requires_grad before the first "
                             "forward or tg_graph_plan", n->name, n->id);
-    if (requires_grad && !tg_dtype_is_float(n->value.dtype))
-        return tg_set_error(TG_ERR_DTYPE, "requires_grad: input '%s' has dtype %s, not float",
-                            n->name, tg_dtype_name(n->value.dtype));
     n->requires_grad = requires_grad;
     n->graph->planned = false;
     return TG_OK;
