@@ -244,7 +244,7 @@ function valid(a, f,    b, n, key) {
     if (n == 0) {
         if (b == "int" || b == "int64_t" || b == "long" || b == "int32_t") return "1"
         if (b == "unsigned" || b == "uint64_t" || b == "uint32_t" || b == "unsigned int") return "1u"
-        if (b == "size_t") return "(size_t)64"
+        if (b == "size_t") return "(size_t)1"   # a length: "x" and every buffer hold 1
         if (b == "double") return "0.5"
         if (b == "float") return "0.5f"
         if (b == "bool") return "false"
