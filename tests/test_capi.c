@@ -397,7 +397,6 @@ Test(capi, params_outlive_every_graph_using_them)
     cr_assert_not_null(tg_param_node(g1, w));
     cr_assert_not_null(tg_param_node(g2, w));
     tg_params_free(ps);
-    tg_params_free(ps);   /* a second free by the owner is ignored while graphs hold it */
     tg_graph_free(g1);
     cr_assert_eq(tg_graph_forward(g2), TG_OK, "%s", tg_last_error());
     tg_graph_free(g2);
