@@ -124,8 +124,19 @@ $(BUILD)/tests/%.o: tests/%.c | check-criterion
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(ALL_CFLAGS) -c $< -o $@
 
-$(TESTS): $(TEST_OBJ) $(LIB_A)
-	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) -lcriterion $(LDLIBS)
+# The NULL-argument cases of every public function, generated from the staged
+# headers (tests/gen_null_calls.sh; run by tests/test_capi.c).
+GEN_NULL_C := $(BUILD)/tests/gen_null_calls.c
+GEN_NULL_O := $(BUILD)/tests/gen_null_calls.o
+$(GEN_NULL_C): tests/gen_null_calls.sh $(STAGED_HEADERS)
+	@mkdir -p $(dir $@)
+	sh tests/gen_null_calls.sh $(BUILD)/include/tgraph > $@.tmp && mv $@.tmp $@
+
+$(GEN_NULL_O): $(GEN_NULL_C) tests/null_calls.h | check-criterion
+	$(CC) $(CPPFLAGS) -I$(BUILD)/include/tgraph -Itests $(ALL_CFLAGS) -c $< -o $@
+
+$(TESTS): $(TEST_OBJ) $(GEN_NULL_O) $(LIB_A)
+	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(GEN_NULL_O) $(LIB_A) -lcriterion $(LDLIBS)
 
 test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)

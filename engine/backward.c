@@ -10,6 +10,7 @@
 
 bool tg_grad_fresh(const tg_node *n, int k)
 {
+    TG__NONNULL(n, false);
     const tg_graph *g = n->graph;
     return g->fresh && k >= 0 && k < n->n_in && g->fresh[tg__root_of(n->in[k])->id];
 }

@@ -29,12 +29,14 @@ static const char *const reserved[] = {
 
 void tg_checkpoint_init(tg_checkpoint *ck)
 {
+    TG__NONNULL_VOID(ck);
     memset(ck, 0, sizeof *ck);
     ck->best_val = INFINITY;
 }
 
 void tg_checkpoint_clear(tg_checkpoint *ck)
 {
+    if (!ck) return;
     tg_scaler_free(ck->scaler);
     tg__free(ck->history);
     for (int i = 0; i < ck->n_meta; i++) {
@@ -50,6 +52,8 @@ void tg_checkpoint_clear(tg_checkpoint *ck)
 
 const char *tg_checkpoint_meta(const tg_checkpoint *ck, const char *key)
 {
+    TG__NONNULL(ck, NULL);
+    TG__NONNULL(key, NULL);
     for (int i = 0; i < ck->n_meta; i++)
         if (!strcmp(ck->meta_keys[i], key)) return ck->meta_values[i];
     return NULL;
@@ -83,6 +87,7 @@ static tg_status put_meta(tg_checkpoint *ck, const char *key, const char *value)
 
 tg_status tg_checkpoint_set_meta(tg_checkpoint *ck, const char *key, const char *value)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
     if (!key || !*key || !value)
         return tg_set_error(TG_ERR_INVALID, "checkpoint: empty metadata key or NULL value");
     for (int i = 0; i < N_RESERVED; i++)
@@ -93,6 +98,8 @@ tg_status tg_checkpoint_set_meta(tg_checkpoint *ck, const char *key, const char 
 
 tg_status tg_checkpoint_add_history(tg_checkpoint *ck, const double *row)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
+    TG__NONNULL(row, TG_ERR_INVALID);
     size_t n = (size_t)(ck->history_rows + 1) * TG_CKPT_HISTORY_COLS;
     double *h = tg__realloc(ck->history, n * sizeof *h);
     if (!h) return tg_set_error(TG_ERR_NOMEM, "checkpoint: out of memory");
@@ -168,6 +175,9 @@ static tg_tensor view(tg_dtype dt, int rank, int64_t d0, int64_t d1, void *data)
 tg_status tg_checkpoint_save(const char *path, const tg_params *ps, const tg_optim *o,
                              const tg_checkpoint *ck)
 {
+    TG__NONNULL(path, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(ck, TG_ERR_INVALID);
     if (!path || !ps || !ck) return tg_set_error(TG_ERR_INVALID, "checkpoint: NULL argument");
     save_list l = {0};
     tg_checkpoint meta;   /* reserved entries first, then the caller's */
@@ -360,6 +370,8 @@ static const tg_tensor *want(const tg_checkpoint *ck, const char *path, const ch
 
 tg_status tg_checkpoint_read(const char *path, tg_checkpoint *ck)
 {
+    TG__NONNULL(path, TG_ERR_INVALID);
+    TG__NONNULL(ck, TG_ERR_INVALID);
     tg_checkpoint_clear(ck);
     tg_status st = tg_st_load(path, &ck->file);
     if (st) return st;
@@ -424,6 +436,8 @@ fail:
 
 tg_status tg_checkpoint_restore_params(const tg_checkpoint *ck, tg_params *ps)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
     if (!ck->file) return tg_set_error(TG_ERR_STATE, "checkpoint: nothing read");
     const char *path = ck->path ? ck->path : "checkpoint";
     char b1[96], b2[96];
@@ -460,6 +474,9 @@ tg_status tg_checkpoint_restore_params(const tg_checkpoint *ck, tg_params *ps)
 
 tg_status tg_checkpoint_restore_optim(const tg_checkpoint *ck, tg_params *ps, tg_optim *o)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(o, TG_ERR_INVALID);
     if (!ck->file) return tg_set_error(TG_ERR_STATE, "checkpoint: nothing read");
     const tg_optim_config *c = tg_optim_config_of(o);
     const char *kind = tg_checkpoint_meta(ck, "optim.kind");

@@ -165,6 +165,8 @@ static tg_status nul_error(const char *what, const char *text, size_t at)
 
 tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, tg_dataset **out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
+    TG__NONNULL(text, TG_ERR_INVALID);
     *out = NULL;
     if (!what) what = "csv";
     tg_status st = TG_OK;
@@ -323,6 +325,8 @@ static tg_status check_block(const unsigned char *b, size_t n, size_t offset, co
 
 tg_status tg_dataset_load_csv(const char *path, tg_dataset **out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
+    TG__NONNULL(path, TG_ERR_INVALID);
     void *data;
     size_t len;
     *out = NULL;
@@ -341,6 +345,7 @@ static const char *const ett_names[7] = {"HUFL", "HULL", "MUFL", "MULL", "LUFL",
 
 tg_status tg_dataset_synthetic(int64_t rows, int64_t cols, uint64_t seed, tg_dataset **out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     *out = NULL;
     if (rows < 1 || rows > ((int64_t)1 << 28) || cols < 1 || cols > 64)
         return tg_set_error(TG_ERR_INVALID, "synthetic data: rows must be in [1, 2^28] and cols "
@@ -429,6 +434,7 @@ oom:
 
 tg_status tg_split_parse(const char *s, tg_split_spec *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     memset(out, 0, sizeof *out);
     if (!s) return tg_set_error(TG_ERR_INVALID, "split: NULL");
     const char *p = s;
@@ -465,6 +471,9 @@ bad:
 
 void tg_split_format(const tg_split_spec *s, char *buf, size_t len)
 {
+    TG__NONNULL_VOID(buf);
+    if (len && !s) buf[0] = 0;
+    TG__NONNULL_VOID(s);
     if (s->ratios) tg__fmt(buf, len, "%g,%g,%g", s->r[0], s->r[1], s->r[2]);
     else tg__fmt(buf, len, "%lld,%lld,%lld", (long long)s->n[0], (long long)s->n[1],
                  (long long)s->n[2]);
@@ -473,6 +482,8 @@ void tg_split_format(const tg_split_spec *s, char *buf, size_t len)
 tg_status tg_split_resolve(const tg_split_spec *s, int64_t rows, int64_t seq_len, int64_t pred_len,
                            tg_split_rows *out)
 {
+    TG__NONNULL(s, TG_ERR_INVALID);
+    TG__NONNULL(out, TG_ERR_INVALID);
     memset(out, 0, sizeof *out);
     if (seq_len < 1 || pred_len < 1)
         return tg_set_error(TG_ERR_INVALID, "seq_len and pred_len must be >= 1, got %lld and "
@@ -614,6 +625,8 @@ tg_scaler *tg_scaler_fit(const tg_dataset *d, int64_t begin, int64_t end)
 
 tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std)
 {
+    TG__NONNULL(mean, NULL);
+    TG__NONNULL(std, NULL);
     if (cols < 1) {
         tg_set_error(TG_ERR_INVALID, "scaler: %lld columns", (long long)cols);
         return NULL;
@@ -634,6 +647,9 @@ tg_scaler *tg_scaler_new(int64_t cols, const double *mean, const double *std)
 
 tg_status tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *out)
 {
+    TG__NONNULL(s, TG_ERR_INVALID);
+    TG__NONNULL(d, TG_ERR_INVALID);
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (s->cols != d->cols)
         return tg_set_error(TG_ERR_SHAPE, "scaler: fitted on %lld columns, %s has %lld",
                             (long long)s->cols, d->source ? d->source : "the data",
@@ -649,6 +665,7 @@ tg_status tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *ou
 tg_windows tg_windows_make(const float *z, int64_t cols, int64_t begin, int64_t end,
                            int64_t seq_len, int64_t pred_len)
 {
+    TG__NONNULL(z, (tg_windows){0});
     tg_windows w = {z, cols, begin, 0, seq_len, pred_len};
     int64_t n = end - begin - seq_len - pred_len + 1;
     w.count = n > 0 ? n : 0;
@@ -682,6 +699,9 @@ static void copy_rows(const float *src, int64_t count, tg_tensor *dst, int64_t a
 tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *x,
                           tg_tensor *y)
 {
+    TG__NONNULL(w, TG_ERR_INVALID);
+    TG__NONNULL(idx, TG_ERR_INVALID);
+    TG__NONNULL(x, TG_ERR_INVALID);
     tg_status st;
     if (n < 1) return tg_set_error(TG_ERR_INVALID, "windows: empty batch");
     if ((st = check_batch_tensor(x, n, w->seq_len, w->cols, "x"))) return st;
@@ -703,6 +723,8 @@ tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg
 
 void tg_shuffle_i64(int64_t *a, int64_t n, tg_rng *rng)
 {
+    TG__NONNULL_VOID(rng);
+    if (n > 0) TG__NONNULL_VOID(a);
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)tg_rng_below(rng, (uint64_t)i + 1);
         int64_t t = a[i];

@@ -194,6 +194,7 @@ static void emit_edges(dot_ctx *c)
 tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
 {
     if (!g) return tg_set_error(TG_ERR_INVALID, "dot: graph is NULL");
+    TG__NONNULL(f, TG_ERR_INVALID);
     if (g->has_error) return tg_set_error(TG_ERR_STATE, "dot: graph is in error: %s", g->error);
     dot_ctx c = {.g = g, .f = f};
     if (opts) c.o = *opts;

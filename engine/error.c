@@ -38,7 +38,8 @@ tg_status tg__vset_error(tg_status st, const char *fmt, va_list ap)
     /* format aside first, so a message may quote the previous one
      * (tg_set_error(st, "%s: %s", file, tg_last_error())) */
     char msg[sizeof last_error];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (fmt) vsnprintf(msg, sizeof msg, fmt, ap);
+    else snprintf(msg, sizeof msg, "tg_set_error: fmt is NULL (status %d)", (int)st);
     memcpy(last_error, msg, sizeof msg);
     return st;
 }

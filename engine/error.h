@@ -6,6 +6,15 @@
  * shape at fault in tg_last_error(). Graph builders instead record the message
  * on the graph (see graph.h: the sticky error) and return NULL.
  * Nothing in tgraph reachable from user input calls abort(), assert() or exit().
+ *
+ * NULL arguments: every public function checks its pointer arguments. A
+ * NULL where an object is needed records "tg_fn: arg is NULL" and returns
+ * the function's error result: TG_ERR_INVALID (status functions), NULL
+ * (pointers), NaN (doubles), 0 / -1 / false (counts, ids, flags); a graph
+ * builder records it as the graph's sticky error (a NULL graph: NULL and the
+ * message here); a void function does nothing; free functions take NULL as
+ * free() does. Nothing is written through a NULL out-pointer. Arguments
+ * documented as optional (a bias, a mask, opts) may be NULL.
  */
 #ifndef TG_ERROR_H
 #define TG_ERROR_H

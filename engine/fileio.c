@@ -168,6 +168,8 @@ static tg_status open_fd(const char *path, int *fd)
 
 tg_status tg_read_file(const char *path, size_t max_bytes, void **data, size_t *len)
 {
+    TG__NONNULL(data, TG_ERR_INVALID);
+    TG__NONNULL(len, TG_ERR_INVALID);
     *data = NULL;
     *len = 0;
     bool env_cap = max_bytes == 0;

@@ -52,6 +52,11 @@ tg_status tg_gradcheck(tg_graph *g, tg_node *out, const tg_gradcheck_opts *opts,
                        tg_gradcheck_result *results, int max_results, int *n_results,
                        bool *all_pass)
 {
+    TG__NONNULL(n_results, TG_ERR_INVALID);
+    TG__NONNULL(all_pass, TG_ERR_INVALID);
+    if (!results && max_results > 0)
+        return tg_set_error(TG_ERR_INVALID, "tg_gradcheck: results is NULL with max_results %d",
+                            max_results);
     tg_gradcheck_opts o = opts ? *opts : (tg_gradcheck_opts){0};
     bool f64 = g && g->dtype == TG_F64;
     if (o.eps <= 0) o.eps = f64 ? 1e-6 : 3e-3;

@@ -51,11 +51,17 @@ void tg_graph_free(tg_graph *g)
     tg__free(g->nodes);
     tg__free(g->scopes);
     tg__free(g->param_table);
+    for (int i = 0; i < g->n_stores; i++) tg__params_release(g->stores[i]);
+    tg__free(g->stores);
     tg__free(g->prof);
     tg__free(g);
 }
 
-tg_dtype tg_graph_dtype(const tg_graph *g) { return g->dtype; }
+tg_dtype tg_graph_dtype(const tg_graph *g)
+{
+    TG__NONNULL(g, TG_F32);
+    return g->dtype;
+}
 
 const char *tg_graph_error(const tg_graph *g)
 {
@@ -79,7 +85,8 @@ static void vfail(tg_graph *g, const char *fmt, va_list ap)
 
 tg_node *tg_graph_fail(tg_graph *g, const char *fmt, ...)
 {
-    if (!g) return NULL;
+    TG__NONNULL(g, NULL);
+    if (!fmt) return tg_graph_fail(g, "%s", "tg_graph_fail: fmt is NULL");
     va_list ap;
     va_start(ap, fmt);
     vfail(g, fmt, ap);
@@ -87,11 +94,16 @@ tg_node *tg_graph_fail(tg_graph *g, const char *fmt, ...)
     return NULL;
 }
 
-int tg_graph_node_count(const tg_graph *g) { return g ? g->n_nodes : 0; }
+int tg_graph_node_count(const tg_graph *g)
+{
+    TG__NONNULL(g, 0);
+    return g->n_nodes;
+}
 
 tg_node *tg_graph_node(const tg_graph *g, int i)
 {
-    return g && i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
+    TG__NONNULL(g, NULL);
+    return i >= 0 && i < g->n_nodes ? g->nodes[i] : NULL;
 }
 
 /* ---------------------------------------------------------------- scopes */
@@ -150,6 +162,8 @@ tg_status tg_scope_pushf(tg_graph *g, const char *fmt, ...)
 {
     char name[256];
     va_list ap;
+    TG__NONNULL(g, TG_ERR_INVALID);
+    if (!fmt) return tg_scope_push(g, NULL);
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
@@ -161,22 +175,45 @@ void tg_scope_pop(tg_graph *g)
     if (g && g->cur_scope > 0) g->cur_scope = g->scopes[g->cur_scope].parent;
 }
 
-int tg_graph_scope_count(const tg_graph *g) { return g->n_scopes; }
+int tg_graph_scope_count(const tg_graph *g)
+{
+    TG__NONNULL(g, 0);
+    return g->n_scopes;
+}
 
 static const tg__scope *scope_at(const tg_graph *g, int s)
 {
     return s >= 0 && s < g->n_scopes ? &g->scopes[s] : &g->scopes[0];
 }
 
-const char *tg_graph_scope_path(const tg_graph *g, int s) { return scope_at(g, s)->path; }
-const char *tg_graph_scope_name(const tg_graph *g, int s) { return scope_at(g, s)->name; }
-int tg_graph_scope_parent(const tg_graph *g, int s) { return scope_at(g, s)->parent; }
-int tg_graph_scope_depth(const tg_graph *g, int s) { return scope_at(g, s)->depth; }
+const char *tg_graph_scope_path(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, NULL);
+    return scope_at(g, s)->path;
+}
+
+const char *tg_graph_scope_name(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, NULL);
+    return scope_at(g, s)->name;
+}
+
+int tg_graph_scope_parent(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, -1);
+    return scope_at(g, s)->parent;
+}
+int tg_graph_scope_depth(const tg_graph *g, int s)
+{
+    TG__NONNULL(g, 0);
+    return scope_at(g, s)->depth;
+}
 
 /* ----------------------------------------------------------------- nodes */
 
 bool tg_builder_check(tg_graph *g, const char *op, int n, tg_node *const *in)
 {
+    if (!op) op = "(op name NULL)";
     if (!g) {
         tg_set_error(TG_ERR_INVALID, "%s: graph is NULL", op);
         return false;
@@ -262,6 +299,7 @@ tg_node *tg_node_new(tg_graph *g, const tg_op *op, int n_in, tg_node *const *in,
 
 void *tg_node_attr(tg_node *n, size_t size)
 {
+    TG__NONNULL(n, NULL);
     void *a = tg__arena_alloc(&n->graph->arena, size ? size : 1, 16);
     if (!a) tg_graph_fail(n->graph, "%s: out of memory", n->name);
     n->attr = a;
@@ -270,6 +308,7 @@ void *tg_node_attr(tg_node *n, size_t size)
 
 char *tg_graph_strdup(tg_graph *g, const char *s)
 {
+    TG__NONNULL(g, NULL);
     char *d = tg__arena_strdup(&g->arena, s ? s : "");
     if (!d) tg_graph_fail(g, "out of memory");
     return d;
@@ -278,6 +317,7 @@ char *tg_graph_strdup(tg_graph *g, const char *s)
 int tg_node_buffer(tg_node *n, tg_dtype dt, int rank, const int64_t *shape)
 {
     int64_t numel;
+    TG__NONNULL(n, -1);
     if (n->n_buf == TG_NODE_MAX_BUFFERS) {
         tg_graph_fail(n->graph, "%s: more than %d saved buffers", n->name, TG_NODE_MAX_BUFFERS);
         return -1;
@@ -298,11 +338,16 @@ int tg_node_buffer(tg_node *n, tg_dtype dt, int rank, const int64_t *shape)
 
 void tg_node_scratch(tg_node *n, size_t bytes)
 {
+    TG__NONNULL_VOID(n);
     if (bytes > n->scratch) n->scratch = bytes;
     n->graph->planned = false;
 }
 
-void *tg_graph_scratch(tg_graph *g) { return g->scratch; }
+void *tg_graph_scratch(tg_graph *g)
+{
+    TG__NONNULL(g, NULL);
+    return g->scratch;
+}
 
 /* ---------------------------------------------------------------- leaves */
 
@@ -388,6 +433,24 @@ static bool param_table_grow(tg_graph *g)
     return true;
 }
 
+/* Hold p's store until the graph is freed (tg_params_free then defers). */
+static bool retain_store(tg_graph *g, tg_params *ps)
+{
+    if (!ps) return true;
+    for (int i = 0; i < g->n_stores; i++)
+        if (g->stores[i] == ps) return true;
+    if (g->n_stores == g->store_cap) {
+        int cap = g->store_cap ? 2 * g->store_cap : 4;
+        tg_params **s = tg__realloc(g->stores, (size_t)cap * sizeof *s);
+        if (!s) return false;
+        g->stores = s;
+        g->store_cap = cap;
+    }
+    g->stores[g->n_stores++] = ps;
+    tg__params_retain(ps);
+    return true;
+}
+
 tg_node *tg_param_node(tg_graph *g, tg_param *p)
 {
     if (!tg_builder_check(g, "param", 0, NULL)) return NULL;
@@ -401,6 +464,7 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
     }
     if (2 * (g->n_params + 1) > g->param_cap && !param_table_grow(g))
         return tg_graph_fail(g, "param: out of memory");
+    if (!retain_store(g, tg__param_owner(p))) return tg_graph_fail(g, "param: out of memory");
     tg_node *n = node_create(g, TG_NODE_PARAM, NULL, 0, NULL, p->value.dtype, p->value.rank,
                              p->value.shape, "param");
     if (!n) return NULL;
@@ -421,9 +485,15 @@ tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad)
         return tg_set_error(TG_ERR_INVALID,
                             "requires_grad: only input leaves can be marked (node %d is %s)",
                             n->id, n->name);
+    if (n->requires_grad == requires_grad) return TG_OK;
     if (requires_grad && !tg_dtype_is_float(n->value.dtype))
         return tg_set_error(TG_ERR_DTYPE, "requires_grad: input '%s' has dtype %s, not float",
                             n->name, tg_dtype_name(n->value.dtype));
+    if (n->graph->planned || n->graph->ran_forward)
+        return tg_set_error(TG_ERR_STATE,
+                            "tg_node_set_requires_grad: input '%s' (node %d): the graph has "
+                            "already been planned or run; set requires_grad before the first "
+                            "forward or tg_graph_plan", n->name, n->id);
     n->requires_grad = requires_grad;
     n->graph->planned = false;
     return TG_OK;
@@ -431,11 +501,16 @@ tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad)
 
 /* -------------------------------------------------------------- accessors */
 
-const tg_tensor *tg_node_value(const tg_node *n) { return n ? &n->value : NULL; }
+const tg_tensor *tg_node_value(const tg_node *n)
+{
+    TG__NONNULL(n, NULL);
+    return &n->value;
+}
 
 const tg_tensor *tg_node_grad(const tg_node *n)
 {
-    return n && n->requires_grad && n->grad.data ? &n->grad : NULL;
+    TG__NONNULL(n, NULL);
+    return n->requires_grad && n->grad.data ? &n->grad : NULL;
 }
 
 tg_status tg_node_set(tg_node *n, const tg_tensor *src)
@@ -449,15 +524,53 @@ tg_status tg_node_set(tg_node *n, const tg_tensor *src)
     return TG_OK;
 }
 
-const char *tg_node_name(const tg_node *n) { return n ? n->name : ""; }
-int tg_node_id(const tg_node *n) { return n ? n->id : -1; }
-int tg_node_scope(const tg_node *n) { return n ? n->scope : 0; }
+const char *tg_node_name(const tg_node *n)
+{
+    TG__NONNULL(n, NULL);
+    return n->name;
+}
 
-void tg_graph_set_training(tg_graph *g, bool training) { g->training = training; }
-bool tg_graph_training(const tg_graph *g) { return g->training; }
-void tg_graph_seed(tg_graph *g, uint64_t seed) { tg_rng_seed(&g->rng, seed); }
-tg_rng *tg_graph_rng(tg_graph *g) { return &g->rng; }
-void tg_graph_set_check_finite(tg_graph *g, bool on) { g->check_finite = on; }
+int tg_node_id(const tg_node *n)
+{
+    TG__NONNULL(n, -1);
+    return n->id;
+}
+
+int tg_node_scope(const tg_node *n)
+{
+    TG__NONNULL(n, 0);
+    return n->scope;
+}
+
+void tg_graph_set_training(tg_graph *g, bool training)
+{
+    TG__NONNULL_VOID(g);
+    g->training = training;
+}
+
+bool tg_graph_training(const tg_graph *g)
+{
+    TG__NONNULL(g, false);
+    return g->training;
+}
+
+void tg_graph_seed(tg_graph *g, uint64_t seed)
+{
+    TG__NONNULL_VOID(g);
+    tg_rng_seed(&g->rng, seed);
+}
+
+tg_rng *tg_graph_rng(tg_graph *g)
+{
+    TG__NONNULL(g, NULL);
+    return &g->rng;
+}
+
+void tg_graph_set_check_finite(tg_graph *g, bool on)
+{
+    TG__NONNULL_VOID(g);
+    g->check_finite = on;
+}
 
 void tg_graph_set_profile(tg_graph *g, bool on)
 {
@@ -496,7 +609,11 @@ static bool name_seen(const tg_graph *g, int i)
 int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max)
 {
     int count = 0;
-    if (!g) return 0;
+    TG__NONNULL(g, 0);
+    if (!out && max > 0) {
+        tg_set_error(TG_ERR_INVALID, "tg_graph_profile: out is NULL with max %d", max);
+        return 0;
+    }
     if (max < 0) max = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const tg_node *n = g->nodes[i];
@@ -523,18 +640,21 @@ int tg_graph_profile(const tg_graph *g, tg_op_time *out, int max)
 
 void tg_graph_set_grad_enabled(tg_graph *g, bool enabled)
 {
+    TG__NONNULL_VOID(g);
     if (g->grad_enabled != enabled) g->planned = false;
     g->grad_enabled = enabled;
 }
 
 void tg_graph_set_share_values(tg_graph *g, bool on)
 {
+    TG__NONNULL_VOID(g);
     if (g->share_values != on) g->planned = false;
     g->share_values = on;
 }
 
 void tg_graph_set_recompute(tg_graph *g, bool on)
 {
+    TG__NONNULL_VOID(g);
     if (g->recompute != on) g->planned = false;
     g->recompute = on;
 }

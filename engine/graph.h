@@ -32,7 +32,8 @@ typedef struct tg_param tg_param;    /* params.h */
 
 /* A new, empty graph whose float tensors are float_dtype (TG_F32 or TG_F64).
  * NULL when out of memory or float_dtype is not a float type (tg_last_error()).
- * Free with tg_graph_free (NULL is fine); this frees every node and buffer. */
+ * Free with tg_graph_free (NULL is fine); this frees every node and buffer,
+ * and lets go of the parameter stores the graph holds (see tg_param_node). */
 tg_graph *tg_graph_new(tg_dtype float_dtype);
 void      tg_graph_free(tg_graph *g);
 
@@ -93,10 +94,15 @@ tg_node *tg_full(tg_graph *g, int rank, const int64_t *shape, double value);
 
 /* The leaf of a parameter from a store (params.h): its value and grad are the
  * store's, so backward accumulates into tg_param.grad. Asking twice for the
- * same parameter returns the same node. The store's dtype must be the graph's. */
+ * same parameter returns the same node. The store's dtype must be the graph's.
+ * From here until tg_graph_free the graph holds p's store: tg_params_free
+ * before tg_graph_free is safe, the store goes with the last graph using it
+ * (params.h). */
 tg_node *tg_param_node(tg_graph *g, tg_param *p);
 
-/* Ask for the gradient of an input leaf (floats only). Before the first run. */
+/* Ask for the gradient of an input leaf (floats only). Before the first
+ * forward or tg_graph_plan: a change after that is refused with TG_ERR_STATE
+ * and a message naming the input (setting the value it already has is fine). */
 tg_status tg_node_set_requires_grad(tg_node *n, bool requires_grad);
 
 /* ---- reading nodes ---- */

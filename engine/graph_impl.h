@@ -24,6 +24,8 @@ struct tg_graph {
     int        n_scopes, scope_cap, cur_scope;
     tg_node  **param_table;    /* param pointer -> node */
     int        n_params, param_cap;
+    tg_params **stores;        /* the parameter stores of param nodes, each retained once */
+    int        n_stores, store_cap;
 
     bool       has_error;
     char       error[1024];

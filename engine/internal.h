@@ -46,6 +46,45 @@ void     tg__alloc_fail_after(uint64_t n);
 /* ---- errors (engine/error.c) ---- */
 tg_status tg__vset_error(tg_status st, const char *fmt, va_list ap);
 
+/* ---- parameter stores (engine/params.c) ----
+ * A store is freed when its owner has called tg_params_free and no graph holds
+ * it: a graph retains the store of each parameter it makes a node of, and
+ * releases them in tg_graph_free. */
+typedef struct tg_params tg_params;
+typedef struct tg_param tg_param;
+void       tg__params_retain(tg_params *ps);
+void       tg__params_release(tg_params *ps);
+tg_params *tg__param_owner(const tg_param *p);   /* the store p belongs to */
+
+/* ---- argument checks, first lines of public functions ----
+ * A NULL pointer argument records "tg_fn: arg is NULL" (TG_ERR_INVALID) and
+ * returns `ret`: TG_ERR_INVALID for status functions, NULL for pointers, NAN
+ * for doubles, 0 / -1 / false for counts and flags. */
+#define TG__NONNULL(arg, ret)                                                           \
+    do {                                                                                \
+        if (!(arg)) {                                                                   \
+            tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", __func__, #arg);             \
+            return ret;                                                                 \
+        }                                                                               \
+    } while (0)
+#define TG__NONNULL_VOID(arg)                                                           \
+    do {                                                                                \
+        if (!(arg)) {                                                                   \
+            tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", __func__, #arg);             \
+            return;                                                                     \
+        }                                                                               \
+    } while (0)
+/* In a graph builder: a NULL graph records the error and returns NULL; another
+ * NULL argument fails the graph (the sticky error) and returns NULL. */
+#define TG__BUILDER_NONNULL(g, arg)                                                     \
+    do {                                                                                \
+        if (!(g)) {                                                                     \
+            tg_set_error(TG_ERR_INVALID, "%s: g is NULL", __func__);                    \
+            return NULL;                                                                \
+        }                                                                               \
+        if (!(arg)) return tg_graph_fail((g), "%s: %s is NULL", __func__, #arg);        \
+    } while (0)
+
 /* ---- small helpers ---- */
 /* Checked a*b for sizes; returns 0 on overflow. */
 int tg__mul_overflow_i64(int64_t a, int64_t b, int64_t *out);

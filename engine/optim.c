@@ -68,16 +68,48 @@ struct tg_optim {
     tg_params      *ps;
     tg_optim_config c;
     int64_t         steps;
+    /* Parameters added to the store after the optimizer was made get their
+     * state on the next step (zeroed, like PyTorch's lazily created state)
+     * and count their own steps from there: born[i] is the step count when
+     * parameter i joined (0 for those there at creation). */
+    int             n_seen;
+    int64_t        *born;       /* [n_seen] */
 };
+
+/* Allocate the state slots this optimizer uses for every parameter lacking them. */
+static tg_status alloc_slots(tg_params *ps, const tg_optim_config *c)
+{
+    tg_status st = TG_OK;
+    if (c->kind == TG_OPTIM_SGD) {
+        if (c->momentum != 0) st = tg_params_alloc_state(ps, 0);
+    } else {
+        st = tg_params_alloc_state(ps, 0);
+        if (!st) st = tg_params_alloc_state(ps, 1);
+    }
+    return st;
+}
+
+/* Take in parameters added to the store since the last look. */
+static tg_status adopt_new_params(tg_optim *o)
+{
+    int n = tg_params_count(o->ps);
+    if (n <= o->n_seen) return TG_OK;
+    int64_t *born = tg__realloc(o->born, (size_t)n * sizeof *born);
+    if (!born) return tg_set_error(TG_ERR_NOMEM, "tg_optim_step: out of memory");
+    o->born = born;
+    tg_status st = alloc_slots(o->ps, &o->c);
+    if (st) return st;
+    for (int i = o->n_seen; i < n; i++) born[i] = o->steps;
+    o->n_seen = n;
+    return TG_OK;
+}
 
 static const char *const kind_names[TG_OPTIM_KIND_COUNT] = {"sgd", "adam", "adamw"};
 
 tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
 {
-    if (!ps || !cfg) {
-        tg_set_error(TG_ERR_INVALID, "optim: params or config is NULL");
-        return NULL;
-    }
+    TG__NONNULL(ps, NULL);
+    TG__NONNULL(cfg, NULL);
     tg_optim_config c = *cfg;
     if ((unsigned)c.kind >= TG_OPTIM_KIND_COUNT) {
         tg_set_error(TG_ERR_INVALID, "optim: unknown optimizer kind %d", (int)c.kind);
@@ -102,9 +134,7 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
                      "dampening");
         return NULL;
     }
-    if ((c.kind == TG_OPTIM_SGD && c.momentum != 0 && tg_params_alloc_state(ps, 0)) ||
-        (c.kind != TG_OPTIM_SGD && (tg_params_alloc_state(ps, 0) || tg_params_alloc_state(ps, 1))))
-        return NULL;
+    if (alloc_slots(ps, &c)) return NULL;
     tg_optim *o = tg__calloc(1, sizeof *o);
     if (!o) {
         tg_set_error(TG_ERR_NOMEM, "optim: out of memory");
@@ -112,38 +142,76 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
     }
     o->ps = ps;
     o->c = c;
+    if (adopt_new_params(o)) {
+        tg__free(o);
+        return NULL;
+    }
     return o;
 }
 
-void tg_optim_free(tg_optim *o) { tg__free(o); }
+void tg_optim_free(tg_optim *o)
+{
+    if (!o) return;
+    tg__free(o->born);
+    tg__free(o);
+}
 
 tg_status tg_optim_step(tg_optim *o)
 {
-    if (!o) return tg_set_error(TG_ERR_INVALID, "optim: NULL optimizer");
+    if (!o) return tg_set_error(TG_ERR_INVALID, "tg_optim_step: o is NULL");
+    tg_status st = adopt_new_params(o);
+    if (st) return st;
     o->steps++;
-    for (int i = 0; i < tg_params_count(o->ps); i++) {
+    for (int i = 0; i < o->n_seen; i++) {
         tg_param *p = tg_params_at(o->ps, i);
         if (p->frozen) continue;
+        /* this parameter's own step count (PyTorch keeps one per parameter) */
+        int64_t t = o->steps - o->born[i] < 1 ? 1 : o->steps - o->born[i];
         bool f64 = p->value.dtype == TG_F64;
         if (o->c.kind == TG_OPTIM_SGD) {
-            if (f64) sgd_update_f64(&o->c, o->c.lr, o->steps == 1, p);
-            else sgd_update_f32(&o->c, o->c.lr, o->steps == 1, p);
+            if (f64) sgd_update_f64(&o->c, o->c.lr, t == 1, p);
+            else sgd_update_f32(&o->c, o->c.lr, t == 1, p);
         } else {
-            if (f64) adam_update_f64(&o->c, o->c.lr, o->steps, p);
-            else adam_update_f32(&o->c, o->c.lr, o->steps, p);
+            if (f64) adam_update_f64(&o->c, o->c.lr, t, p);
+            else adam_update_f32(&o->c, o->c.lr, t, p);
         }
     }
     return TG_OK;
 }
 
-double tg_optim_lr(const tg_optim *o) { return o->c.lr; }
-void tg_optim_set_lr(tg_optim *o, double lr) { o->c.lr = lr; }
-int64_t tg_optim_steps(const tg_optim *o) { return o->steps; }
-void tg_optim_set_steps(tg_optim *o, int64_t steps) { o->steps = steps; }
-const tg_optim_config *tg_optim_config_of(const tg_optim *o) { return &o->c; }
+double tg_optim_lr(const tg_optim *o)
+{
+    TG__NONNULL(o, NAN);
+    return o->c.lr;
+}
+
+void tg_optim_set_lr(tg_optim *o, double lr)
+{
+    TG__NONNULL_VOID(o);
+    o->c.lr = lr;
+}
+
+int64_t tg_optim_steps(const tg_optim *o)
+{
+    TG__NONNULL(o, 0);
+    return o->steps;
+}
+
+void tg_optim_set_steps(tg_optim *o, int64_t steps)
+{
+    TG__NONNULL_VOID(o);
+    o->steps = steps;
+}
+
+const tg_optim_config *tg_optim_config_of(const tg_optim *o)
+{
+    TG__NONNULL(o, NULL);
+    return &o->c;
+}
 
 const char *tg_optim_slot_name(const tg_optim *o, int slot)
 {
+    TG__NONNULL(o, NULL);
     if (o->c.kind == TG_OPTIM_SGD) return slot == 0 && o->c.momentum != 0 ? "momentum_buffer" : NULL;
     return slot == 0 ? "exp_avg" : slot == 1 ? "exp_avg_sq" : NULL;
 }
@@ -151,6 +219,7 @@ const char *tg_optim_slot_name(const tg_optim *o, int slot)
 double tg_clip_grad_norm(tg_params *ps, double max_norm)
 {
     double sq = 0;
+    TG__NONNULL(ps, NAN);
     for (int i = 0; i < tg_params_count(ps); i++) {
         const tg_tensor *g = &tg_params_at(ps, i)->grad;
         for (int64_t k = 0; k < g->numel; k++) {
@@ -176,6 +245,7 @@ const char *tg_lr_schedule_name(tg_lr_schedule s)
 
 tg_status tg_lr_schedule_parse(const char *s, tg_lr_schedule *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     for (int i = 0; i < TG_LR_SCHEDULE_COUNT; i++)
         if (s && !strcmp(s, schedule_names[i])) {
             *out = (tg_lr_schedule)i;

@@ -6,6 +6,13 @@
  * State (momentum buffer, Adam's exp_avg / exp_avg_sq) lives in each
  * parameter's state slots (params.h) and is allocated when the optimizer is
  * created, so a step never allocates. Frozen parameters are skipped.
+ *
+ * Parameters added to the store after the optimizer was made are taken in by
+ * the next tg_optim_step: their state is allocated then (zeroed, as PyTorch
+ * creates its state lazily; that step allocates) and they count their own
+ * steps from there (Adam's bias correction, SGD's first momentum step), as
+ * PyTorch counts steps per parameter. Added before the first step, they
+ * train bit for bit as if the optimizer had been made after them.
  */
 #ifndef TG_OPTIM_H
 #define TG_OPTIM_H

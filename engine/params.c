@@ -12,11 +12,20 @@
 
 struct tg_params {
     tg_dtype   dtype;
+    int        refs;        /* the owner (until tg_params_free) + one per graph using it */
+    bool       owner_freed; /* tg_params_free was called */
     int        count, cap;
     tg_param **items;       /* creation order */
     int       *table;       /* open addressing: index+1 into items, 0 = empty */
     int        table_cap;   /* power of two, > 2*count */
 };
+
+/* A parameter as the store allocates it: the public struct plus its owner, so
+ * a graph that takes a parameter node knows which store to hold on to. */
+typedef struct param_box {
+    tg_param   p;           /* first: a tg_param * is a param_box * */
+    tg_params *owner;
+} param_box;
 
 static uint64_t hash_str(const char *s)
 {
@@ -38,6 +47,7 @@ tg_params *tg_params_new(tg_dtype dt)
         return NULL;
     }
     ps->dtype = dt;
+    ps->refs = 1;
     return ps;
 }
 
@@ -51,16 +61,44 @@ static void param_free(tg_param *p)
     tg__free(p);
 }
 
-void tg_params_free(tg_params *ps)
+static void params_destroy(tg_params *ps)
 {
-    if (!ps) return;
     for (int i = 0; i < ps->count; i++) param_free(ps->items[i]);
     tg__free(ps->items);
     tg__free(ps->table);
     tg__free(ps);
 }
 
-tg_dtype tg_params_dtype(const tg_params *ps) { return ps->dtype; }
+void tg__params_retain(tg_params *ps)
+{
+    if (ps) ps->refs++;
+}
+
+void tg__params_release(tg_params *ps)
+{
+    if (ps && --ps->refs == 0) params_destroy(ps);
+}
+
+tg_params *tg__param_owner(const tg_param *p)
+{
+    return p ? ((const param_box *)(const void *)p)->owner : NULL;
+}
+
+void tg_params_free(tg_params *ps)
+{
+    if (!ps || ps->owner_freed) return;
+    ps->owner_freed = true;
+    tg__params_release(ps);
+}
+
+tg_dtype tg_params_dtype(const tg_params *ps)
+{
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_dtype: ps is NULL");
+        return TG_F32;
+    }
+    return ps->dtype;
+}
 
 static int table_slot(const tg_params *ps, const char *name)
 {
@@ -87,7 +125,9 @@ static int table_grow(tg_params *ps)
 
 tg_param *tg_params_find(const tg_params *ps, const char *name)
 {
-    if (!ps || !name || !ps->table_cap) return NULL;
+    TG__NONNULL(ps, NULL);
+    TG__NONNULL(name, NULL);
+    if (!ps->table_cap) return NULL;
     int at = ps->table[table_slot(ps, name)];
     return at ? ps->items[at - 1] : NULL;
 }
@@ -109,6 +149,14 @@ static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t
 tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape)
 {
     int64_t numel;
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_add: ps is NULL");
+        return NULL;
+    }
+    if (!shape && rank > 0) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_add: shape is NULL with rank %d", rank);
+        return NULL;
+    }
     if (!name || !*name) {
         tg_set_error(TG_ERR_INVALID, "params: empty parameter name");
         return NULL;
@@ -126,8 +174,10 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
         ps->cap = cap;
     }
     if (2 * (ps->count + 1) > ps->table_cap && !table_grow(ps)) goto oom;
-    tg_param *p = tg__calloc(1, sizeof *p);
-    if (!p) goto oom;
+    param_box *box = tg__calloc(1, sizeof *box);
+    if (!box) goto oom;
+    box->owner = ps;
+    tg_param *p = &box->p;
     p->name = tg__strdup(name);
     if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel) != TG_OK ||
         tensor_alloc(&p->grad, ps->dtype, rank, shape, numel) != TG_OK) {
@@ -150,6 +200,8 @@ tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const ch
 {
     char name[512];
     va_list ap;
+    TG__NONNULL(ps, NULL);
+    TG__NONNULL(fmt, NULL);
     va_start(ap, fmt);
     int n = vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
@@ -161,22 +213,29 @@ tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const ch
     return tg_params_add(ps, name, rank, shape);
 }
 
-int tg_params_count(const tg_params *ps) { return ps ? ps->count : 0; }
+int tg_params_count(const tg_params *ps)
+{
+    TG__NONNULL(ps, 0);
+    return ps->count;
+}
 
 tg_param *tg_params_at(const tg_params *ps, int i)
 {
-    return ps && i >= 0 && i < ps->count ? ps->items[i] : NULL;
+    TG__NONNULL(ps, NULL);
+    return i >= 0 && i < ps->count ? ps->items[i] : NULL;
 }
 
 int64_t tg_params_numel(const tg_params *ps)
 {
     int64_t n = 0;
-    for (int i = 0; i < tg_params_count(ps); i++) n += ps->items[i]->value.numel;
+    TG__NONNULL(ps, 0);
+    for (int i = 0; i < ps->count; i++) n += ps->items[i]->value.numel;
     return n;
 }
 
 void tg_params_zero_grad(tg_params *ps)
 {
+    TG__NONNULL_VOID(ps);
     for (int i = 0; i < tg_params_count(ps); i++) {
         tg_tensor *g = &ps->items[i]->grad;
         memset(g->data, 0, (size_t)g->numel * tg_dtype_size(g->dtype));
@@ -185,6 +244,7 @@ void tg_params_zero_grad(tg_params *ps)
 
 tg_status tg_params_alloc_state(tg_params *ps, int slot)
 {
+    TG__NONNULL(ps, TG_ERR_INVALID);
     if (slot < 0 || slot >= TG_PARAM_STATE)
         return tg_set_error(TG_ERR_INVALID, "params: optimizer slot %d outside [0, %d)", slot,
                             TG_PARAM_STATE);
@@ -202,17 +262,22 @@ tg_status tg_params_alloc_state(tg_params *ps, int slot)
 
 void tg_init_constant(tg_tensor *t, double v)
 {
+    TG__NONNULL_VOID(t);
     for (int64_t i = 0; i < t->numel; i++) tg_tensor_set(t, i, v);
 }
 
 void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
 {
+    TG__NONNULL_VOID(t);
+    TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, lo + (hi - lo) * tg_rng_uniform(rng));
 }
 
 void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 {
+    TG__NONNULL_VOID(t);
+    TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, mean + std * tg_rng_normal(rng));
 }
@@ -220,6 +285,8 @@ void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, double hi,
                           tg_rng *rng)
 {
+    TG__NONNULL_VOID(t);
+    TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++) {
         double v = mean;
         for (int tries = 0; tries < 1000; tries++) {
@@ -233,6 +300,7 @@ void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, doub
 
 int64_t tg_fan_in(const tg_tensor *t)
 {
+    TG__NONNULL(t, 0);
     if (t->rank < 2) return t->rank == 1 ? t->shape[0] : 1;
     int64_t fan = t->shape[1];
     for (int i = 2; i < t->rank; i++) fan *= t->shape[i];
@@ -241,6 +309,8 @@ int64_t tg_fan_in(const tg_tensor *t)
 
 void tg_init_kaiming_uniform(tg_tensor *t, double a, tg_rng *rng)
 {
+    TG__NONNULL_VOID(t);
+    TG__NONNULL_VOID(rng);
     int64_t fan = tg_fan_in(t);
     double gain = sqrt(2.0 / (1.0 + a * a));
     double bound = fan > 0 ? gain * sqrt(3.0 / (double)fan) : 0.0;

@@ -33,7 +33,15 @@ typedef struct tg_param tg_param;
 typedef struct tg_params tg_params;
 
 /* An empty store whose parameters have dtype dt (TG_F32 or TG_F64); NULL on
- * OOM or a bad dtype. Free with tg_params_free (frees every parameter). */
+ * OOM or a bad dtype. Free with tg_params_free (frees every parameter).
+ *
+ * Graphs and stores: a graph holds the store of every parameter it has a node
+ * of (tg_param_node) until tg_graph_free. tg_params_free gives up the
+ * caller's hold: the store and its parameters are freed at once when no
+ * graph holds it, else with the last graph that does, so forward and
+ * backward never run on freed parameters. The caller must not use ps (or its
+ * tg_param pointers) after tg_params_free either way; a graph built on it
+ * stays usable until tg_graph_free. */
 tg_params *tg_params_new(tg_dtype dt);
 void       tg_params_free(tg_params *ps);
 tg_dtype   tg_params_dtype(const tg_params *ps);
@@ -48,7 +56,8 @@ tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const ch
 #endif
     ;
 
-/* Look up by exact name; NULL when absent (no error recorded). */
+/* Look up by exact name; NULL when absent (no error recorded; a NULL ps or
+ * name is an error: NULL and tg_last_error()). */
 tg_param *tg_params_find(const tg_params *ps, const char *name);
 
 /* Parameters in creation order. */

@@ -365,5 +365,6 @@ done:
 
 size_t tg_graph_planned_bytes(const tg_graph *g)
 {
-    return g && g->planned ? g->block_bytes + g->scratch_bytes : 0;
+    TG__NONNULL(g, 0);
+    return g->planned ? g->block_bytes + g->scratch_bytes : 0;
 }

@@ -91,14 +91,18 @@ void tg_st_free(tg_st_file *f)
 int tg_st_count(const tg_st_file *f) { return f ? f->n : 0; }
 const char *tg_st_name(const tg_st_file *f, int i)
 {
+    TG__NONNULL(f, NULL);
     return f && i >= 0 && i < f->n ? f->names[i] : NULL;
 }
 const tg_tensor *tg_st_tensor(const tg_st_file *f, int i)
 {
+    TG__NONNULL(f, NULL);
     return f && i >= 0 && i < f->n ? f->tensors[i] : NULL;
 }
 const tg_tensor *tg_st_find(const tg_st_file *f, const char *name)
 {
+    TG__NONNULL(f, NULL);
+    TG__NONNULL(name, NULL);
     if (!f || !name) return NULL;
     int lo = 0, hi = f->n - 1;   /* names are sorted: binary search */
     while (lo <= hi) {
@@ -116,14 +120,18 @@ const char *tg__st_file_dtype(const tg_st_file *f, int i)
 int tg_st_meta_count(const tg_st_file *f) { return f ? f->n_meta : 0; }
 const char *tg_st_meta_key(const tg_st_file *f, int i)
 {
+    TG__NONNULL(f, NULL);
     return f && i >= 0 && i < f->n_meta ? f->meta_keys[i] : NULL;
 }
 const char *tg_st_meta_value(const tg_st_file *f, int i)
 {
+    TG__NONNULL(f, NULL);
     return f && i >= 0 && i < f->n_meta ? f->meta_values[i] : NULL;
 }
 const char *tg_st_meta_find(const tg_st_file *f, const char *key)
 {
+    TG__NONNULL(f, NULL);
+    TG__NONNULL(key, NULL);
     if (!f || !key) return NULL;
     for (int i = 0; i < f->n_meta; i++)
         if (!strcmp(f->meta_keys[i], key)) return f->meta_values[i];

@@ -1,6 +1,7 @@
 /*
  * tensor.c - dtype facts, shape arithmetic, heap tensors.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,9 @@ int tg__mul_overflow_size(size_t a, size_t b, size_t *out)
 
 tg_status tg_shape_numel(int rank, const int64_t *shape, int64_t *numel)
 {
+    if (!numel) return tg_set_error(TG_ERR_INVALID, "tg_shape_numel: numel is NULL");
+    if (!shape && rank > 0)
+        return tg_set_error(TG_ERR_INVALID, "tg_shape_numel: shape is NULL with rank %d", rank);
     if (rank < 0 || rank > TG_MAX_RANK)
         return tg_set_error(TG_ERR_LIMIT, "rank %d is outside [0, %d]", rank, TG_MAX_RANK);
     int64_t n = 1;
@@ -57,7 +61,16 @@ tg_status tg_shape_numel(int rank, const int64_t *shape, int64_t *numel)
 char *tg_shape_str(int rank, const int64_t *shape, char *buf, size_t len)
 {
     size_t at = 0;
+    if (!buf) {
+        tg_set_error(TG_ERR_INVALID, "tg_shape_str: buf is NULL");
+        return NULL;
+    }
     if (!len) return buf;
+    if (!shape && rank > 0) {
+        tg_set_error(TG_ERR_INVALID, "tg_shape_str: shape is NULL");
+        snprintf(buf, len, "[?]");
+        return buf;
+    }
     buf[0] = '\0';
     at += (size_t)snprintf(buf, len, "[");
     for (int i = 0; i < rank && at < len; i++)
@@ -119,6 +132,10 @@ void tg_tensor_free(tg_tensor *t)
 
 tg_tensor *tg_tensor_clone(const tg_tensor *t)
 {
+    if (!t) {
+        tg_set_error(TG_ERR_INVALID, "tg_tensor_clone: t is NULL");
+        return NULL;
+    }
     tg_tensor *c = tg_tensor_new(t->dtype, t->rank, t->shape);
     if (c) memcpy(c->data, t->data, (size_t)t->numel * tg_dtype_size(t->dtype));
     return c;
@@ -126,6 +143,10 @@ tg_tensor *tg_tensor_clone(const tg_tensor *t)
 
 bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b)
 {
+    if (!a || !b) {
+        tg_set_error(TG_ERR_INVALID, "tg_tensor_same_shape: %s is NULL", a ? "b" : "a");
+        return false;
+    }
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -134,6 +155,8 @@ bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b)
 
 tg_status tg_tensor_copy(tg_tensor *dst, const tg_tensor *src)
 {
+    if (!dst || !src)
+        return tg_set_error(TG_ERR_INVALID, "tg_tensor_copy: %s is NULL", dst ? "src" : "dst");
     if (!tg_tensor_same_shape(dst, src)) {
         char a[96], b[96];
         return tg_set_error(TG_ERR_SHAPE, "expected shape %s, got %s",
@@ -154,6 +177,14 @@ tg_status tg_tensor_copy(tg_tensor *dst, const tg_tensor *src)
 
 double tg_tensor_get(const tg_tensor *t, int64_t i)
 {
+    if (!t || !t->data || i < 0 || i >= t->numel) {
+        if (!t || !t->data)
+            tg_set_error(TG_ERR_INVALID, "tg_tensor_get: %s is NULL", t ? "t->data" : "t");
+        else
+            tg_set_error(TG_ERR_INVALID, "tg_tensor_get: index %lld outside [0, %lld)",
+                         (long long)i, (long long)t->numel);
+        return NAN;
+    }
     switch (t->dtype) {
     case TG_F32: return ((const float *)t->data)[i];
     case TG_F64: return ((const double *)t->data)[i];
@@ -165,6 +196,14 @@ double tg_tensor_get(const tg_tensor *t, int64_t i)
 
 void tg_tensor_set(tg_tensor *t, int64_t i, double v)
 {
+    if (!t || !t->data || i < 0 || i >= t->numel) {
+        if (!t || !t->data)
+            tg_set_error(TG_ERR_INVALID, "tg_tensor_set: %s is NULL", t ? "t->data" : "t");
+        else
+            tg_set_error(TG_ERR_INVALID, "tg_tensor_set: index %lld outside [0, %lld)",
+                         (long long)i, (long long)t->numel);
+        return;
+    }
     switch (t->dtype) {
     case TG_F32: ((float *)t->data)[i] = (float)v; break;
     case TG_F64: ((double *)t->data)[i] = v; break;

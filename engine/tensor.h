@@ -70,7 +70,10 @@ bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b);
  * as needed. The shapes must be equal; TG_ERR_SHAPE / TG_ERR_DTYPE otherwise. */
 tg_status tg_tensor_copy(tg_tensor *dst, const tg_tensor *src);
 
-/* Element i of a float tensor as a double / set from a double. */
+/* Element i (flat, 0 <= i < numel) as a double / set from a double.
+ * Out of range, or a NULL tensor or data: get returns NaN and set writes
+ * nothing, both recording the error ("tg_tensor_get: index 9 outside [0, 4)");
+ * neither reads or writes outside the data. */
 double tg_tensor_get(const tg_tensor *t, int64_t i);
 void   tg_tensor_set(tg_tensor *t, int64_t i, double v);
 

@@ -240,6 +240,7 @@ tg_status tg_threads_set(int n)
 
 void tg_parallel_for(int64_t n, int64_t grain, tg_range_fn fn, void *ctx)
 {
+    TG__NONNULL_VOID(fn);
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     if (in_job || n <= grain || tg_threads_get() == 1) {

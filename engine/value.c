@@ -516,6 +516,7 @@ static tg_status expected(const tg_value *v, const char *key, const char *what)
 
 tg_status tg_value_as_int(const tg_value *v, const char *key, int64_t *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_INT) return expected(v, key, "an integer");
     *out = v->i;
     return TG_OK;
@@ -523,6 +524,7 @@ tg_status tg_value_as_int(const tg_value *v, const char *key, int64_t *out)
 
 tg_status tg_value_as_double(const tg_value *v, const char *key, double *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || (v->kind != TG_VALUE_INT && v->kind != TG_VALUE_FLOAT))
         return expected(v, key, "a number");
     *out = v->kind == TG_VALUE_INT ? (double)v->i : v->f;
@@ -531,6 +533,7 @@ tg_status tg_value_as_double(const tg_value *v, const char *key, double *out)
 
 tg_status tg_value_as_bool(const tg_value *v, const char *key, bool *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_BOOL) return expected(v, key, "true or false");
     *out = v->b;
     return TG_OK;
@@ -538,6 +541,7 @@ tg_status tg_value_as_bool(const tg_value *v, const char *key, bool *out)
 
 tg_status tg_value_as_string(const tg_value *v, const char *key, const char **out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     if (!v || v->kind != TG_VALUE_STRING || !v->s) return expected(v, key, "a string");
     *out = v->s;
     return TG_OK;
@@ -546,6 +550,8 @@ tg_status tg_value_as_string(const tg_value *v, const char *key, const char **ou
 tg_status tg_value_as_int_list(const tg_value *v, const char *key, int64_t *out, int max,
                                int *n)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
+    TG__NONNULL(n, TG_ERR_INVALID);
     if (!key) key = "value";
     if (v && v->kind == TG_VALUE_INT) {
         if (max < 1)
@@ -698,6 +704,8 @@ tg_status tg_config_put(tg_config *c, const char *key, tg_value *v)
 
 const tg_value *tg_config_get(tg_config *c, const char *key)
 {
+    TG__NONNULL(c, NULL);
+    TG__NONNULL(key, NULL);
     if (!c || !key) return NULL;
     int i = find_key(c, key, strlen(key));
     if (i < 0) return NULL;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "assa.h"
 #include "op.h"
 #include "ops.h"
@@ -101,6 +102,11 @@ tg_tensor *tg_relative_position_index(int64_t wh, int64_t ww)
 tg_status tg_assa_paper_init(tg_assa_paper *l, const tg_assa_paper_config *c, tg_params *ps,
                              const char *prefix, const char *name, tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char full[TG_NAME_MAX], qkv[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
@@ -183,6 +189,8 @@ static tg_node *position_bias(tg_graph *g, const tg_assa_paper *l)
 tg_node *tg_assa_paper_build(tg_graph *g, const tg_assa_paper *l, tg_node *x, tg_node *mask,
                              tg_node **attn)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     char s[96];
     if (attn) *attn = NULL;
     if (!tg_builder_check(g, "assa_paper", 1, &x) ||

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "assa.h"
 #include "op.h"
 #include "ops.h"
@@ -52,6 +53,11 @@ static tg_status topk_config_check(const tg_assa_topk_config *c)
 tg_status tg_assa_topk_init(tg_assa_topk *l, const tg_assa_topk_config *c, tg_params *ps,
                             const char *prefix, const char *name, tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     tg_status st;
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name);
@@ -75,6 +81,8 @@ static tg_node *split_heads(tg_graph *g, tg_node *z, int64_t h)
 
 tg_node *tg_assa_topk_build(tg_graph *g, const tg_assa_topk *l, tg_node *x, tg_node **attn)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     if (attn) *attn = NULL;
     if (!tg_builder_check(g, "assa_topk", 1, &x)) return NULL;
     const tg_tensor *xv = tg_node_value(x);

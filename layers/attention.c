@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "attention.h"
 #include "op.h"
 #include "ops.h"
@@ -34,6 +35,10 @@ tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const
                            tg_node *queries, tg_node *keys, tg_node *values, tg_node *attn_mask,
                            tg_node **attn)
 {
+    TG__BUILDER_NONNULL(g, c);
+    TG__BUILDER_NONNULL(g, queries);
+    TG__BUILDER_NONNULL(g, keys);
+    TG__BUILDER_NONNULL(g, values);
     tg_node *in[3] = {queries, keys, values};
     if (attn) *attn = NULL;
     if (!tg_builder_check(g, "full_attention", 3, in)) return NULL;
@@ -96,6 +101,11 @@ tg_status tg_attention_layer_init(tg_attention_layer *l, const tg_attention_laye
                                   tg_params *ps, const char *prefix, const char *name,
                                   tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char full[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
@@ -122,6 +132,10 @@ tg_status tg_attention_layer_init(tg_attention_layer *l, const tg_attention_laye
 tg_node *tg_attention_layer_build(tg_graph *g, const tg_attention_layer *l, tg_node *queries,
                             tg_node *keys, tg_node *values, tg_node *attn_mask, tg_node **attn)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, queries);
+    TG__BUILDER_NONNULL(g, keys);
+    TG__BUILDER_NONNULL(g, values);
     tg_node *in[3] = {queries, keys, values};
     if (attn) *attn = NULL;
     if (!tg_builder_check(g, "attention_layer", 3, in)) return NULL;

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "axial.h"
 #include "op.h"
 #include "ops.h"
@@ -91,6 +92,11 @@ tg_status tg_axial_attention_init(tg_axial_attention *l, const tg_axial_attentio
                                   tg_params *ps, const char *prefix, const char *name,
                                   tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char full[TG_NAME_MAX], sub[64], fn[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
@@ -243,6 +249,8 @@ static void pop_name(tg_graph *g, const tg_axial_attention *l)
 tg_node *tg_axial_attention_build_axis(tg_graph *g, const tg_axial_attention *l, int axis,
                                        tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     if (!check_input(g, l, x)) return NULL;
     if (axis < 0 || axis >= l->n_axes)
         return tg_graph_fail(g, "axial_attention: axis %d out of range [0, %d)", axis,
@@ -255,6 +263,8 @@ tg_node *tg_axial_attention_build_axis(tg_graph *g, const tg_axial_attention *l,
 
 tg_node *tg_axial_attention_build(tg_graph *g, const tg_axial_attention *l, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     if (!check_input(g, l, x) || !push_name(g, l)) return NULL;
     tg_node *out = x;
     if (l->c.sum_axial_out) {

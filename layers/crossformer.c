@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "crossformer.h"
 #include "op.h"
 #include "ops.h"
@@ -21,6 +22,7 @@
 
 void tg_positional_embedding_fill(float *out, int64_t len, int64_t d_model)
 {
+    TG__NONNULL_VOID(out);
     /* div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
      * pe[:, 0::2] = torch.sin(position * div_term); pe[:, 1::2] = torch.cos(position * div_term)
      * all in float32: the Python scalar joins a float tensor as a float */
@@ -144,6 +146,10 @@ static tg_status decoder_layer_init(tg_decoder_layer *dl, const tg_crossformer_c
 tg_status tg_crossformer_init(tg_crossformer *m, const tg_crossformer_config *c, tg_params *ps,
                               const char *prefix, tg_rng *rng)
 {
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char emb[TG_NAME_MAX], enc[TG_NAME_MAX], dec[TG_NAME_MAX];
     const char *dot = *prefix ? "." : "";
     tg_status st;
@@ -296,6 +302,8 @@ static tg_node *decoder(tg_graph *g, const tg_crossformer *m, tg_node *x, tg_nod
 
 tg_node *tg_crossformer_build(tg_graph *g, const tg_crossformer *m, tg_node *x_enc)
 {
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x_enc);
     if (!tg_builder_check(g, "crossformer", 1, &x_enc)) return NULL;
     const tg_tensor *xv = tg_node_value(x_enc);
     if (xv->rank != 3 || xv->shape[1] != m->c.seq_len || xv->shape[2] != m->c.enc_in) {

@@ -32,7 +32,8 @@ const tg_layer_class *tg_layer_class_at(int i)
 
 const tg_layer_class *tg_layer_class_find(const char *name)
 {
-    for (int i = 0; name && i < N_CLASSES; i++)
+    TG__NONNULL(name, NULL);
+    for (int i = 0; i < N_CLASSES; i++)
         if (!strcmp(classes[i]->name, name)) return classes[i];
     return NULL;
 }
@@ -73,6 +74,8 @@ tg_status tg_layer_read_config(const tg_layer_class *cls, tg_config *cfg, void *
 {
     char known[1024] = "";
     size_t used = 0;
+    TG__NONNULL(cls, TG_ERR_INVALID);
+    TG__NONNULL(config, TG_ERR_INVALID);
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0,
                                  "%s%s", k == cls->keys ? "" : ", ", k->name);
@@ -136,23 +139,40 @@ void tg_layer_free(tg_layer *l)
     tg__free(l);
 }
 
-int tg_layer_input_count(const tg_layer *l) { return l->n_inputs; }
+int tg_layer_input_count(const tg_layer *l)
+{
+    TG__NONNULL(l, 0);
+    return l->n_inputs;
+}
 
 const tg_layer_input *tg_layer_input_at(const tg_layer *l, int i)
 {
+    TG__NONNULL(l, NULL);
     return i >= 0 && i < l->n_inputs ? &l->inputs[i] : NULL;
 }
 
 tg_status tg_layer_build(const tg_layer *l, tg_graph *g, tg_node *const *inputs,
                          tg_layer_outputs *out)
 {
+    TG__NONNULL(out, TG_ERR_INVALID);
     out->y = out->attn = NULL;
-    if (!l || !g) return tg_set_error(TG_ERR_INVALID, "layer build: layer or graph is NULL");
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(g, TG_ERR_INVALID);
+    TG__NONNULL(inputs, TG_ERR_INVALID);
     tg_status st = l->cls->build(l->state, g, inputs, out);
     if (!st && tg_graph_error(g)) st = TG_ERR_INVALID;
     if (st && tg_graph_error(g)) tg_set_error(st, "%s", tg_graph_error(g));
     return st;
 }
 
-const void *tg_layer_config(const tg_layer *l) { return l->config; }
-const char *tg_layer_name(const tg_layer *l) { return l->cls->name; }
+const void *tg_layer_config(const tg_layer *l)
+{
+    TG__NONNULL(l, NULL);
+    return l->config;
+}
+
+const char *tg_layer_name(const tg_layer *l)
+{
+    TG__NONNULL(l, NULL);
+    return l->cls->name;
+}

@@ -78,8 +78,9 @@ void      tg_layer_free(tg_layer *l);
 int                   tg_layer_input_count(const tg_layer *l);
 const tg_layer_input *tg_layer_input_at(const tg_layer *l, int i);
 
-/* Add the forward to g on inputs shaped as tg_layer_input_at says. Returns
- * TG_OK, or the graph's error. Dropout follows tg_graph_training(g). */
+/* Add the forward to g on inputs shaped as tg_layer_input_at says (inputs:
+ * tg_layer_input_count nodes; out: where y and attn go). Returns TG_OK, or
+ * the graph's error; TG_ERR_INVALID for a NULL l, g, inputs or out. Dropout follows tg_graph_training(g). */
 tg_status tg_layer_build(const tg_layer *l, tg_graph *g, tg_node *const *inputs,
                          tg_layer_outputs *out);
 

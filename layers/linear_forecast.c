@@ -9,12 +9,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "linear_forecast.h"
 #include "ops.h"
 
 tg_status tg_linear_forecast_init(tg_linear_forecast *m, const tg_linear_forecast_config *c,
                                   tg_params *ps, const char *prefix, tg_rng *rng)
 {
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     memset(m, 0, sizeof *m);
     if (c->seq_len <= 0 || c->pred_len <= 0)
         return tg_set_error(TG_ERR_INVALID, "linear_forecast: seq_len and pred_len must be "
@@ -27,6 +32,8 @@ tg_status tg_linear_forecast_init(tg_linear_forecast *m, const tg_linear_forecas
 
 tg_node *tg_linear_forecast_build(tg_graph *g, const tg_linear_forecast *m, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x);
     const tg_tensor *xv = x ? tg_node_value(x) : NULL;
     if (!x) return tg_graph_fail(g, "linear_forecast: x is NULL");
     if (xv->rank != 3 || xv->shape[1] != m->c.seq_len)

@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "modules.h"
 #include "ops.h"
 
 tg_status tg_name_join(char *buf, size_t len, const char *prefix, const char *name)
 {
+    TG__NONNULL(buf, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
     int n = (prefix && *prefix) ? snprintf(buf, len, "%s.%s", prefix, name)
                                 : snprintf(buf, len, "%s", name);
     if (n < 0 || (size_t)n >= len)
@@ -21,6 +24,9 @@ tg_status tg_name_join(char *buf, size_t len, const char *prefix, const char *na
 tg_status tg_linear_mod_init(tg_linear_mod *m, tg_params *ps, const char *prefix,
                              const char *name, int64_t in, int64_t out, bool bias, tg_rng *rng)
 {
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
     char full[TG_NAME_MAX];
     tg_status st;
     memset(m, 0, sizeof *m);
@@ -45,6 +51,8 @@ tg_status tg_linear_mod_init(tg_linear_mod *m, tg_params *ps, const char *prefix
 
 tg_node *tg_linear_mod_build(tg_graph *g, const tg_linear_mod *m, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x);
     if (tg_scope_push(g, m->name)) return NULL;
     tg_node *y = tg_linear(g, x, tg_param_node(g, m->weight),
                            m->bias ? tg_param_node(g, m->bias) : NULL);
@@ -55,6 +63,9 @@ tg_node *tg_linear_mod_build(tg_graph *g, const tg_linear_mod *m, tg_node *x)
 tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
                                 const char *name, int64_t n)
 {
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
     char full[TG_NAME_MAX];
     tg_status st;
     memset(m, 0, sizeof *m);
@@ -73,6 +84,8 @@ tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *
 
 tg_node *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x);
     if (tg_scope_push(g, m->name)) return NULL;
     tg_node *y = tg_layer_norm(g, x, 1, &m->n, tg_param_node(g, m->weight),
                                tg_param_node(g, m->bias), m->eps);
@@ -83,6 +96,9 @@ tg_node *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node 
 tg_status tg_mlp_mod_init(tg_mlp_mod *m, tg_params *ps, const char *prefix, const char *name,
                           int64_t d_in, int64_t d_hidden, tg_rng *rng)
 {
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
     char full[TG_NAME_MAX];
     tg_status st;
     memset(m, 0, sizeof *m);
@@ -97,6 +113,8 @@ tg_status tg_mlp_mod_init(tg_mlp_mod *m, tg_params *ps, const char *prefix, cons
 /* forward: Linear -> GELU (exact erf form) -> Linear */
 tg_node *tg_mlp_mod_build(tg_graph *g, const tg_mlp_mod *m, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x);
     if (tg_scope_push(g, m->name)) return NULL;
     tg_node *h = tg_gelu(g, tg_linear_mod_build(g, &m->fc0, x), TG_GELU_NONE);
     tg_node *y = tg_linear_mod_build(g, &m->fc2, h);

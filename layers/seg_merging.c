@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "op.h"
 #include "ops.h"
 #include "seg_merging.h"
@@ -41,6 +42,10 @@ int64_t tg_seg_merging_pad(int64_t seg_num, int64_t win_size)
 tg_status tg_seg_merging_init(tg_seg_merging *l, int64_t d_model, int64_t win_size,
                               tg_params *ps, const char *prefix, const char *name, tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char full[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
@@ -70,6 +75,8 @@ tg_status tg_seg_merging_init(tg_seg_merging *l, int64_t d_model, int64_t win_si
 
 tg_node *tg_seg_merging_build(tg_graph *g, const tg_seg_merging *l, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     if (!tg_builder_check(g, "seg_merging", 1, &x)) return NULL;
     const tg_tensor *xv = tg_node_value(x);
     if (xv->rank != 4)

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "op.h"
 #include "ops.h"
 #include "tsa.h"
@@ -38,6 +39,8 @@ tg_tsa_config tg_tsa_defaults(void)
 
 tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who)
 {
+    TG__NONNULL(c, TG_ERR_INVALID);
+    if (!who) who = "tsa";
     if (c->d_model < 1)
         return tg_set_error(TG_ERR_INVALID, "%s: d_model must be >= 1, got %lld", who,
                             (long long)c->d_model);
@@ -71,6 +74,11 @@ tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who)
 tg_status tg_tsa_init(tg_tsa *l, const tg_tsa_config *c, tg_params *ps, const char *prefix,
                       const char *name, tg_rng *rng)
 {
+    TG__NONNULL(l, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    if (!prefix) prefix = "";
     char full[TG_NAME_MAX];
     tg_status st;
     memset(l, 0, sizeof *l);
@@ -115,6 +123,8 @@ tg_status tg_tsa_init(tg_tsa *l, const tg_tsa_config *c, tg_params *ps, const ch
 
 tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x)
 {
+    TG__BUILDER_NONNULL(g, l);
+    TG__BUILDER_NONNULL(g, x);
     if (!tg_builder_check(g, "tsa", 1, &x)) return NULL;
     const tg_tensor *xv = tg_node_value(x);
     if (xv->rank != 4)

@@ -539,6 +539,8 @@ tg_node *tg_reduce(tg_graph *g, tg_node *x, const char *pattern, tg_einops_reduc
 
 int64_t tg_einops_axis_len(const tg_node *n, const char *name)
 {
+    TG__NONNULL(n, -1);
+    TG__NONNULL(name, -1);
     if (!n || !name || !n->op || !is_einops(n->op) || !n->attr) return -1;
     const ein_attr *a = n->attr;
     size_t len = strlen(name);

@@ -1023,6 +1023,10 @@ void TG_F(tg_gemm_batched)(bool trans_a, bool trans_b, int64_t batch, int64_t M,
                            int64_t ldc, int64_t stride_c)
 {
     if (batch <= 0 || M <= 0 || N <= 0) return;
+    if (!C || (K > 0 && (!A || !B))) {
+        tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", __func__, !C ? "C" : !A ? "A" : "B");
+        return;
+    }
     TG_F(gemm_batch) bt = {{trans_a, trans_b, M, N, K < 0 ? 0 : K, alpha, beta, A, B, C,
                             lda, ldb, ldc},
                            stride_a, stride_b, stride_c};
