@@ -279,6 +279,9 @@ static tg_status meta_f64(const tg_checkpoint *ck, const char *path, const char 
 tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64_t min,
                                  int64_t max, int64_t *out)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
+    TG__NONNULL(key, TG_ERR_INVALID);
+    TG__NONNULL(out, TG_ERR_INVALID);
     const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
     if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
     char *end;
@@ -295,6 +298,9 @@ tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64
 tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, double min, double max,
                                  double *out)
 {
+    TG__NONNULL(ck, TG_ERR_INVALID);
+    TG__NONNULL(key, TG_ERR_INVALID);
+    TG__NONNULL(out, TG_ERR_INVALID);
     const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
     if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
     char *end;
@@ -310,6 +316,9 @@ tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, doubl
 
 tg_status tg_file_id_of(const char *path, tg_file_id *id)
 {
+    TG__NONNULL(id, TG_ERR_INVALID);
+    memset(id, 0, sizeof *id);
+    TG__NONNULL(path, TG_ERR_INVALID);
     memset(id, 0, sizeof *id);
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -345,6 +354,7 @@ tg_status tg_file_id_of(const char *path, tg_file_id *id)
 
 void tg_file_id_clear(tg_file_id *id)
 {
+    if (!id) return;   /* NULL is a no-op, as with free() */
     tg__free(id->path);
     memset(id, 0, sizeof *id);
 }

@@ -450,6 +450,7 @@ size_t tg_value_format(const tg_value *v, char *buf, size_t len)
 
 char *tg_value_text(const tg_value *v)
 {
+    TG__NONNULL(v, NULL);
     size_t n = tg_value_format(v, NULL, 0);
     char *s = n < SIZE_MAX ? tg__malloc(n + 1) : NULL;
     if (!s) {

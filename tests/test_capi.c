@@ -62,8 +62,7 @@ static void remove_tree(const char *path)
 static void ctx_init(tc_ctx *c)
 {
     memset(c, 0, sizeof *c);
-    snprintf(ctx_dir, sizeof ctx_dir, "/tmp/tgraph-capi-XXXXXX");
-    cr_assert_not_null(mkdtemp(ctx_dir), "mkdtemp: %s", strerror(errno));
+    snprintf(ctx_dir, sizeof ctx_dir, "%s", tt_tmpdir());   /* fresh, removed at the end */
     ctx_old_cwd = open(".", O_RDONLY);
     cr_assert(ctx_old_cwd >= 0);
     cr_assert_eq(chdir(ctx_dir), 0);
@@ -133,7 +132,7 @@ static void ctx_free(tc_ctx *c)
         close(ctx_old_cwd);
         ctx_old_cwd = -1;
     }
-    remove_tree(ctx_dir);
+    /* ctx_dir itself is tt_tmpdir's: removed when the test process exits */
 }
 
 /* ---- every public function, NULL in each pointer argument ---- */
