@@ -42,7 +42,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h \
+                   engine/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h \
                    ops/vec_math.h ops/vec_lanes.h ops/vec_tr8x8.h
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))

@@ -549,4 +549,51 @@ int64_t tg_einops_axis_len(const tg_node *n, const char *name)
     return -1;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_rearrange)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_rearrange(g, in[0], tg__op_str(c, "pattern"), c->n_axes, c->axes));
+}
+
+TG_GLUE(b_repeat)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_repeat(g, in[0], tg__op_str(c, "pattern"), c->n_axes, c->axes));
+}
+
+TG_GLUE(b_reduce)
+{
+    (void)n_in;
+    const char *r = tg__op_str(c, "reduction");
+    for (int k = 0; k < TG_EINOPS_REDUCTION_COUNT; k++)
+        if (!strcmp(r, tg_einops_reduction_name((tg_einops_reduction)k)))
+            return TG_GLUE_ONE(tg_reduce(g, in[0], tg__op_str(c, "pattern"), (tg_einops_reduction)k,
+                                 c->n_axes, c->axes));
+    tg_graph_fail(g, "reduce: unknown reduction '%s' (sum, mean, max, min)", r);
+    return TG_ERR_INVALID;
+}
+
+const tg_op_def tg__einops_ops[] = {
+    {"rearrange", "einops.rearrange(tensor, pattern, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern ('b (h w) -> b h w')"}}, true,
+     {TG_ANY("tensor")}, 1, false, 1, b_rearrange, NULL,
+     "rearrange 'pattern=(b ts_d) seg d -> b ts_d seg d' b=2 --in x.npy --out y.npy",
+     &op_rearrange, NULL},
+    {"repeat", "einops.repeat(tensor, pattern, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; new axes on the right repeat"}},
+     true, {TG_ANY("tensor")}, 1, false, 1, b_repeat, NULL,
+     "repeat 'pattern=seg f d -> (repeat seg) f d' repeat=2 --in x.npy --out y.npy", &op_repeat,
+     NULL},
+    {"reduce", "einops.reduce(tensor, pattern, reduction, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; axes missing on the right reduce"},
+      {"reduction", TG_OP_STRING, NULL, false, "sum, mean, max or min"}}, true,
+     {TG_IN("tensor")}, 1, false, 1, b_reduce, NULL,
+     "reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out y.npy", &op_reduce, NULL},
+    {0}
+};
+
 #endif

@@ -10,7 +10,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
-#include "op_table.h"
+#include "tgraph.h"
 
 /* The inputs of a single op, in order: a file or a shape to fill at random. */
 typedef struct {

@@ -13,7 +13,7 @@
 
 #include "args.h"
 #include "cli.h"
-#include "op_table.h"
+#include "tgraph.h"
 
 typedef struct {
     const char *path[TG_OP_MAX_OUTPUTS];
