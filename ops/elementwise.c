@@ -401,11 +401,11 @@ TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
 
 #define UNARY(nm, fn, gen, sum, desc) \
     {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
-     nm " --in x.npy --out y.npy", desc, NULL}
+     nm " --in x.npy --out y.npy", desc, NULL, NULL}
 #define BINARY(nm, fn, sum, gen1, example, desc, extra) \
     {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)"} extra}, \
      false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
-     nm " " example, desc, NULL}
+     nm " " example, desc, NULL, NULL}
 #define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other"}
 
 const tg_op_def tg__elementwise_ops[] = {
@@ -417,7 +417,7 @@ const tg_op_def tg__elementwise_ops[] = {
     UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg),
     {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false, "the factor"}}, false,
      {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
-     &op_scale, NULL},
+     &op_scale, NULL, NULL},
     BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
            TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, ALPHA),
     BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",

@@ -322,7 +322,7 @@ const tg_op_def tg__layernorm_ops[] = {
       {"eps", TG_OP_FLOAT, "1e-5", false, "added to the variance"}},
      false, {TG_IN("input"), TG_IN("weight"), TG_IN("bias")}, 1, false, 1, b_layer_norm, NULL,
      "layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy --out y.npy",
-     &op_layer_norm, NULL},
+     &op_layer_norm, NULL, NULL},
     {0}
 };
 

@@ -117,6 +117,7 @@ typedef struct tg_op_def {
     /* NULL: a gradient flows to every float input that takes one. Otherwise
      * why none does ("a bool output"), and the op is exempt from gradcheck. */
     const char  *no_grad;
+    const char  *notes;          /* more help lines, or NULL */
 } tg_op_def;
 
 /* The resolved attributes of one call: every attribute given or defaulted. */

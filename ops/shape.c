@@ -210,15 +210,15 @@ const tg_op_def tg__shape_ops[] = {
     {"permute", "torch.permute(input, dims)",
      {{"dims", TG_OP_INT_LIST, NULL, false, "the new order of the dims"}}, false,
      {TG_ANY("input")}, 1, false, 1, b_permute, NULL, "permute dims=[2,0,1] --in x.npy --out y.npy",
-     &op_permute, NULL},
+     &op_permute, NULL, NULL},
     {"transpose", "torch.transpose(input, dim0, dim1)",
      {{"dim0", TG_OP_INT, NULL, false, "first dim to swap"},
       {"dim1", TG_OP_INT, NULL, false, "second dim to swap"}}, false,
      {TG_ANY("input")}, 1, false, 1, b_transpose, NULL,
-     "transpose dim0=0 dim1=1 --in x.npy --out y.npy", &op_permute, NULL},
+     "transpose dim0=0 dim1=1 --in x.npy --out y.npy", &op_permute, NULL, NULL},
     {"reshape", "torch.reshape(input, shape); one dim may be -1",
      {{"shape", TG_OP_INT_LIST, NULL, false, "the new shape; one dim may be -1"}}, false,
      {TG_ANY("input")}, 1, false, 1, b_reshape, NULL, "reshape shape=[-1,5,8] --in x.npy --out y.npy",
-     &op_reshape, NULL},
+     &op_reshape, NULL, NULL},
     {0}
 };
