@@ -183,7 +183,8 @@ const tg_op_def tg__activation_ops[] = {
     {"gelu", "F.gelu(input, approximate='none')",
      {{"approximate", TG_OP_STRING, "none", false, "none (erf) or tanh"}}, false,
      {TG_IN("input")}, 1, false, 1, b_gelu, NULL, "gelu approximate=tanh --in x.npy --out y.npy",
-     &op_gelu, NULL, NULL},
+     &op_gelu, NULL,
+     "[3,4]", "approximate=sigmoid;[3,4]", NULL},
     {0}
 };
 

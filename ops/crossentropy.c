@@ -363,7 +363,8 @@ const tg_op_def tg__crossentropy_ops[] = {
      false, {TG_IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2,
      false, 1, b_cross_entropy, gen_class,
      "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy",
-     &op_cross_entropy, NULL, NULL},
+     &op_cross_entropy, NULL,
+     "label_smoothing=0.1;[4,5];i64[4]", "[4,5];i64[3]", NULL},
     {0}
 };
 

@@ -582,17 +582,19 @@ const tg_op_def tg__einops_ops[] = {
      {{"pattern", TG_OP_STRING, NULL, false, "einops pattern ('b (h w) -> b h w')"}}, true,
      {TG_ANY("tensor")}, 1, false, 1, b_rearrange, NULL,
      "rearrange 'pattern=(b ts_d) seg d -> b ts_d seg d' b=2 --in x.npy --out y.npy",
-     &op_rearrange, NULL, NULL},
+     &op_rearrange, NULL,
+     "pattern=a b -> b a;[2,3]", "pattern=a b -> a;[2,3]", NULL},
     {"repeat", "einops.repeat(tensor, pattern, **axes_lengths)",
      {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; new axes on the right repeat"}},
      true, {TG_ANY("tensor")}, 1, false, 1, b_repeat, NULL,
      "repeat 'pattern=seg f d -> (repeat seg) f d' repeat=2 --in x.npy --out y.npy", &op_repeat,
-     NULL, NULL},
+     NULL, "pattern=a b -> a b r;r=2;[2,3]", "pattern=a b -> a b r;[2,3]", NULL},
     {"reduce", "einops.reduce(tensor, pattern, reduction, **axes_lengths)",
      {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; axes missing on the right reduce"},
       {"reduction", TG_OP_STRING, NULL, false, "sum, mean, max or min"}}, true,
      {TG_IN("tensor")}, 1, false, 1, b_reduce, NULL,
-     "reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out y.npy", &op_reduce, NULL, NULL},
+     "reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out y.npy", &op_reduce, NULL,
+     "pattern=a b -> a;reduction=sum;[2,3]", "pattern=a b -> a;reduction=avg;[2,3]", NULL},
     {0}
 };
 

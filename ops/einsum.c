@@ -825,7 +825,8 @@ const tg_op_def tg__einsum_ops[] = {
     {"einsum", "torch.einsum(equation, *operands)",
      {{"equation", TG_OP_STRING, NULL, false, "subscripts per operand, -> output ('ij,jk->ik')"}},
      false, {TG_IN("operands")}, 1, true, 1, b_einsum, NULL,
-     "einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out s.npy", &op_einsum, NULL, NULL},
+     "einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out s.npy", &op_einsum, NULL,
+     "equation=ij,jk->ik;[2,3];[3,4]", "equation=ij,jk->ik;[2,3];[4,4]", NULL},
     {0}
 };
 

@@ -399,33 +399,34 @@ TG_GLUE(b_sqrt) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_sqrt(g, in[0])); }
 TG_GLUE(b_square) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_square(g, in[0])); }
 TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
 
-#define UNARY(nm, fn, gen, sum, desc) \
+#define UNARY(nm, fn, gen, sum, desc, check, bad) \
     {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
-     nm " --in x.npy --out y.npy", desc, NULL, NULL}
-#define BINARY(nm, fn, sum, gen1, example, desc, extra) \
+     nm " --in x.npy --out y.npy", desc, NULL, check, bad, NULL}
+#define BINARY(nm, fn, sum, gen1, example, desc, check, bad, extra) \
     {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)"} extra}, \
      false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
-     nm " " example, desc, NULL, NULL}
+     nm " " example, desc, NULL, check, bad, NULL}
 #define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other"}
 
 const tg_op_def tg__elementwise_ops[] = {
-    UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu),
-    UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)", &op_exp),
-    UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)", &op_log),
-    UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt),
-    UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square),
-    UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg),
+    UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu, "[50]", "bool[3]"),
+    UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)", &op_exp, "[3,4]", "bool[3]"),
+    UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)", &op_log, "[3,4]", "i64[3]"),
+    UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt, "[3,4]", "bool[2]"),
+    UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square, "[3,4]", "bool[2]"),
+    UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg, "[3,4]", "i64[2]"),
     {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false, "the factor"}}, false,
      {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
-     &op_scale, NULL, NULL},
+     &op_scale, NULL,
+     "scale=1.5;[3,4]", "scale=yes;[3]", NULL},
     BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, ALPHA),
+           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, "alpha=2;[3,4];[4]", "[3,4];[5]", ALPHA),
     BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", &op_sub, ALPHA),
+           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", &op_sub, "[3,4];[3,4]", "other=1;[3];[3]", ALPHA),
     BINARY("mul", b_mul, "torch.mul(input, other); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", &op_mul, ),
+           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", &op_mul, "[3,4];[4]", "[3];[4]", ),
     BINARY("div", b_div, "torch.div(input, other); other a tensor or a number",
-           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", &op_div, ),
+           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", &op_div, "[3,4];[4]", "[3]", ),
     {0}
 };
 

@@ -322,7 +322,8 @@ const tg_op_def tg__layernorm_ops[] = {
       {"eps", TG_OP_FLOAT, "1e-5", false, "added to the variance"}},
      false, {TG_IN("input"), TG_IN("weight"), TG_IN("bias")}, 1, false, 1, b_layer_norm, NULL,
      "layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy --out y.npy",
-     &op_layer_norm, NULL, NULL},
+     &op_layer_norm, NULL,
+     "normalized_shape=[4];[3,4];[4];[4]", "normalized_shape=[5];[3,4]", NULL},
     {0}
 };
 

@@ -136,7 +136,8 @@ const tg_op_def tg__loss_ops[] = {
     {"mse_loss", "F.mse_loss(input, target, reduction='mean')",
      {{"reduction", TG_OP_STRING, "mean", false, "none, mean or sum"}}, false,
      {TG_IN("input"), TG_IN("target")}, 2, false, 1, b_mse_loss, NULL,
-     "mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy", &op_mse, NULL, NULL},
+     "mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy", &op_mse, NULL,
+     "[3,4];[3,4]", "reduction=avg;[3];[3]", NULL},
     {0}
 };
 

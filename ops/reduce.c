@@ -184,12 +184,13 @@ const tg_op_def tg__reduce_ops[] = {
      {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
       {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
      {TG_IN("input")}, 1, false, 1, b_sum, NULL, "sum dim=[0,2] --in x.npy --out y.npy", &op_sum,
-     NULL, NULL},
+     NULL, "dim=[0,2];[2,3,4]", "dim=[3];[2,3]", NULL},
     {"mean", "torch.mean(input, dim=None, keepdim=False)",
      {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
       {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
      {TG_IN("input")}, 1, false, 1, b_mean, NULL, "mean dim=1 keepdim=true --in x.npy --out y.npy",
-     &op_mean, NULL, NULL},
+     &op_mean, NULL,
+     "dim=1;keepdim=true;[3,4]", "dim=5;[3,4]", NULL},
     {0}
 };
 

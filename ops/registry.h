@@ -117,6 +117,14 @@ typedef struct tg_op_def {
     /* NULL: a gradient flows to every float input that takes one. Otherwise
      * why none does ("a bool output"), and the op is exempt from gradcheck. */
     const char  *no_grad;
+    /* The op's own test cases, run by tests/test_registry.c: `check` a
+     * gradcheck in float64 (NULL only with no_grad), `bad` a call that must
+     * fail with a message naming the op, an attribute or an input. Both are
+     * ';'-separated ATTR=VALUE items and input shapes in order ("dim=1;
+     * [3,4];i64[3,2]"), a shape with an optional dtype (f64, i64, bool;
+     * default: the input's kind); inputs are drawn by tg_op_random_input. */
+    const char  *check;
+    const char  *bad;
     const char  *notes;          /* more help lines, or NULL */
 } tg_op_def;
 

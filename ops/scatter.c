@@ -380,18 +380,21 @@ TG_GLUE(b_scatter_add)
 const tg_op_def tg__scatter_ops[] = {
     {"gather", "torch.gather(input, dim, index)", {TG_DIM_REQ("the dim to index along")}, false,
      {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}}, 2, false, 1, b_gather, tg__op_gen_along_dim,
-     "gather dim=1 --in x.npy --in i.npy --out y.npy", &op_gather, NULL, NULL},
+     "gather dim=1 --in x.npy --in i.npy --out y.npy", &op_gather, NULL,
+     "dim=1;[3,4];i64[3,2]", "dim=2;[3,4];i64[3,2]", NULL},
     {"scatter", "torch.scatter(input, dim, index, src) or (input, dim, index, value=)",
      {TG_DIM_REQ("the dim to index along"),
       {"value", TG_OP_FLOAT, "null", true, "the number to write (instead of a src tensor)"}},
      false, {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}, TG_IN("src")}, 2, false, 1,
      b_scatter, tg__op_gen_along_dim,
-     "scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy", &op_scatter, NULL, NULL},
+     "scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy", &op_scatter, NULL,
+     "dim=0;[4,3];i64[3,3];[3,3]", "dim=0;[4,3];i64[3,3]", NULL},
     {"scatter_add", "torch.scatter_add(input, dim, index, src)",
      {TG_DIM_REQ("the dim to index along")}, false,
      {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}, TG_IN("src")}, 3, false, 1, b_scatter_add,
      tg__op_gen_along_dim, "scatter_add dim=0 --in x.npy --in i.npy --in src.npy --out y.npy",
-     &op_scatter_add, NULL, NULL},
+     &op_scatter_add, NULL,
+     "dim=0;[4,3];i64[3,3];[3,3]", "dim=0;[4,3];i64[3];[3,3]", NULL},
     {0}
 };
 

@@ -493,6 +493,7 @@ const tg_op_def tg__sdpa_ops[] = {
       {"seed", TG_OP_INT, "0", false, "seeds the dropout mask"}}, false,
      {TG_IN("query"), TG_IN("key"), TG_IN("value")}, 3, false, 1, b_sdpa, NULL,
      "sdpa is_causal=true --in q.npy --in k.npy --in v.npy --out y.npy", &op_sdpa, NULL,
+     "is_causal=true;[2,4,2,3];[2,4,2,3];[2,4,2,2]", "is_causal=true;[1,3,1,2];[1,5,1,2];[1,5,1,2]",
      "shapes: query [B, L, H, E], key [B, S, H, E], value [B, S, H, D] -> [B, L, H, D].\n"
      "is_causal needs L == S. dropout_p > 0 drops attention weights on every run, as\n"
      "PyTorch's function does (there is no eval mode here); seed= seeds the mask."},

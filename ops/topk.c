@@ -391,7 +391,8 @@ const tg_op_def tg__topk_ops[] = {
       {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)"},
       {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order"}},
      false, {TG_IN("input")}, 1, false, 2, b_topk, NULL,
-     "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL, NULL},
+     "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL,
+     "k=2;[3,5]", "k=6;[3,5]", NULL},
     {0}
 };
 
