@@ -59,9 +59,10 @@ LIB_A  := $(BUILD)/libtgraph.a
 LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
+MAN    := $(BUILD)/tgraph.1
 
 .PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk
-all: $(LIB_A) $(LIB_SO) $(TOOL) headers
+all: $(LIB_A) $(LIB_SO) $(TOOL) $(MAN) headers
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,6 +80,11 @@ $(LIB_SO): $(LIB_OBJ) engine/exports.map
 
 $(TOOL): $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
+
+# ---- the man page: tools/tgraph.1 with the registry's op list (tgraph op --man) at @OPS@ ----
+$(MAN): tools/tgraph.1 $(TOOL)
+	$(TOOL) op --man | sed -e '/^\.\\" @OPS@/r /dev/stdin' -e '/^\.\\" @OPS@/d' tools/tgraph.1 > $@.tmp
+	mv $@.tmp $@
 
 # ---- public headers, staged as they are installed: include/tgraph/*.h ----
 vpath %.h engine ops layers
@@ -100,7 +106,7 @@ install: all
 	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tgraph/
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(BUILD)/tgraph.pc $(DESTDIR)$(PCDIR)/
-	install -m 644 tools/tgraph.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(MAN) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libtgraph.a $(DESTDIR)$(LIBDIR)/libtgraph.so \
@@ -127,7 +133,7 @@ $(BUILD)/tests/%.o: tests/%.c | check-criterion
 $(TESTS): $(TEST_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(LIB_A) -lcriterion $(LDLIBS)
 
-test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
+test: check-criterion $(TESTS) $(TOOL) $(MAN) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
 	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 

@@ -105,7 +105,7 @@ static int run(int argc, char **argv)
     if (!cfg) return tg_cli_fail("op", "out of memory");
     while ((arg = tg_args_next(&a))) {
         if (!strcmp(arg, "--man") || !strcmp(arg, "--markdown")) {
-            /* hidden: the op lists of tools/tgraph.1 and README.md */
+            /* hidden: the op list for the man page / as Markdown */
             if (!strcmp(arg, "--man")) print_man(stdout);
             else print_markdown(stdout);
             rc = 0;
@@ -364,8 +364,8 @@ static void roff(FILE *f, const char *s)
     }
 }
 
-/* `tgraph op --man`: the OPS section of tools/tgraph.1 (tests/test_registry.c
- * checks that the committed man page holds exactly this). */
+/* `tgraph op --man`: the OPS section make puts at tools/tgraph.1's @OPS@ line
+ * (build/tgraph.1, the installed page; tests/test_registry.c checks it). */
 static void print_man(FILE *f)
 {
     fputs(".SH OPS\n"
@@ -403,7 +403,7 @@ static void print_man(FILE *f)
     }
 }
 
-/* `tgraph op --markdown`: README.md's op table (checked as the man page is). */
+/* `tgraph op --markdown`: the op list as a Markdown table (for docs). */
 static void print_markdown(FILE *f)
 {
     fputs("| op | what (PyTorch / einops) | inputs | attributes |\n|---|---|---|---|\n", f);
