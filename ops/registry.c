@@ -26,7 +26,8 @@
     X(concat)          \
     X(elementwise)     \
     X(reduce)          \
-    X(shape)
+    X(shape)           \
+    /* one X(family) line per op family, above this one */
 
 #define X(family) extern const tg_op_def tg__##family##_ops[];
 TG_OP_FAMILIES
