@@ -27,6 +27,7 @@
     X(elementwise)     \
     X(reduce)          \
     X(shape)           \
+    X(embedding)       \
     /* one X(family) line per op family, above this one */
 
 #define X(family) extern const tg_op_def tg__##family##_ops[];
