@@ -1,7 +1,8 @@
 /*
  * cmd_gradcheck.c - `tgraph gradcheck`: a layer in float64 with random,
- * perturbed parameters and random inputs, or a single op (tools/op_table.h)
- * on given or random inputs; every gradient against central differences.
+ * perturbed parameters and random inputs, or a single op of the registry
+ * (ops/registry.h) on given or random inputs; every gradient against central
+ * differences.
  */
 #include <stdio.h>
 #include <stdlib.h>
