@@ -22,8 +22,10 @@
  *
  * Adding an op: its builder, and after it in the same file a row
  * `{"name", "torch.name(...)", {attrs}, ...}` in the family's array
- * (`const tg_op_def tg__FAMILY_ops[]`, ended by {0}); a new family is one
- * X(FAMILY) line in ops/registry.c.
+ * (`const tg_op_def tg__FAMILY_ops[]`, ended by {0}) with its glue, its
+ * descriptor, a gradcheck and a bad-input case; a new family is one
+ * X(FAMILY) line in ops/registry.c. Its PyTorch fixture goes to
+ * tests/fixtures/ops/NAME/ (see tests/test_registry.c).
  */
 #ifndef TG_REGISTRY_H
 #define TG_REGISTRY_H
@@ -95,7 +97,7 @@ typedef struct tg_op_call tg_op_call;
 
 typedef struct tg_op_def {
     const char  *name;           /* "einsum", "log_softmax", ... */
-    const char  *summary;        /* one line */
+    const char  *summary;        /* its PyTorch / einops equivalent, one line */
     tg_op_attr   attrs[TG_OP_MAX_ATTRS];
     bool         axis_lengths;   /* einops: other NAME=INT attributes are axis lengths */
     tg_op_input  inputs[6];      /* positional tensor inputs */
@@ -106,7 +108,8 @@ typedef struct tg_op_def {
      * the outputs and their count. Errors go onto the graph (tg_graph_fail). */
     tg_status (*build)(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
                        tg_node **out, int *n_out);
-    /* Fill int64 input i of gradcheck from the earlier inputs (NULL: needs a file). */
+    /* Fill int64 input i of gradcheck from the others (NULL: needs a file);
+     * float inputs are drawn first when an index comes before them (embedding). */
     tg_status (*gen_index)(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
                            tg_rng *rng);
     const char  *example;        /* arguments after `tgraph op` */
