@@ -317,9 +317,9 @@ static void print_op(FILE *f, const tg_op_def *op)
     for (int i = 0; i < n_in; i++) {
         const tg_op_input *in = &op->inputs[i];
         bool opt = i >= op->n_required, rep = op->variadic && i == n_in - 1;
+        int w = (int)strlen(in->name) + (opt ? 2 : 0) + (rep ? 3 : 0);
         fprintf(f, "  %s%s%s%s%*s%s\n", opt ? "[" : "", in->name, opt ? "]" : "",
-                rep ? "..." : "", (int)(16 - strlen(in->name) - (opt ? 2 : 0) - (rep ? 3 : 0)),
-                "", tg_op_input_kind_name(in->kind));
+                rep ? "..." : "", w < 15 ? 16 - w : 1, "", tg_op_input_kind_name(in->kind));
     }
     fputs("attributes (NAME=TYPE: required; NAME=DEFAULT: optional):\n", f);
     if (!n_at && !op->axis_lengths) fputs("  none\n", f);
@@ -334,7 +334,7 @@ static void print_op(FILE *f, const tg_op_def *op)
     if (op->n_out < 0) fputs("outputs: one --out per piece (decided by the attributes)\n", f);
     else fprintf(f, "outputs: %d --out file%s\n", op->n_out, op->n_out == 1 ? "" : "s");
     if (op->no_grad) fprintf(f, "gradient: none (%s)\n", op->no_grad);
-    else fprintf(f, "gradient: to every float input (--grad-output/--grad)\n");
+    else fprintf(f, "gradient: to each float input that takes one (--grad-output/--grad)\n");
     if (op->notes) fprintf(f, "%s\n", op->notes);
     fprintf(f, "e.g. tgraph op %s\n", op->example);
 }
