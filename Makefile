@@ -42,7 +42,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h \
+                   engine/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h \
                    ops/vec_math.h ops/vec_lanes.h ops/vec_tr8x8.h
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
@@ -59,9 +59,10 @@ LIB_A  := $(BUILD)/libtgraph.a
 LIB_SO := $(BUILD)/libtgraph.so.$(VERSION)
 TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
+MAN    := $(BUILD)/tgraph.1
 
 .PHONY: all test run asan fuzz fuzz-build clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk
-all: $(LIB_A) $(LIB_SO) $(TOOL) headers
+all: $(LIB_A) $(LIB_SO) $(TOOL) $(MAN) headers
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,6 +80,11 @@ $(LIB_SO): $(LIB_OBJ) engine/exports.map
 
 $(TOOL): $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
+
+# ---- the man page: tools/tgraph.1 with the registry's op list (tgraph op --man) at @OPS@ ----
+$(MAN): tools/tgraph.1 $(TOOL)
+	$(TOOL) op --man | sed -e '/^\.\\" @OPS@/r /dev/stdin' -e '/^\.\\" @OPS@/d' tools/tgraph.1 > $@.tmp
+	mv $@.tmp $@
 
 # ---- public headers, staged as they are installed: include/tgraph/*.h ----
 vpath %.h engine ops layers
@@ -100,7 +106,7 @@ install: all
 	install -m 644 $(STAGED_HEADERS) $(DESTDIR)$(INCLUDEDIR)/tgraph/
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(BUILD)/tgraph.pc $(DESTDIR)$(PCDIR)/
-	install -m 644 tools/tgraph.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(MAN) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libtgraph.a $(DESTDIR)$(LIBDIR)/libtgraph.so \
@@ -138,7 +144,7 @@ $(GEN_NULL_O): $(GEN_NULL_C) tests/null_calls.h | check-criterion
 $(TESTS): $(TEST_OBJ) $(GEN_NULL_O) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_OBJ) $(GEN_NULL_O) $(LIB_A) -lcriterion $(LDLIBS)
 
-test: check-criterion $(TESTS) $(TOOL) $(LIB_SO) headers
+test: check-criterion $(TESTS) $(TOOL) $(MAN) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
 	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 

@@ -75,6 +75,7 @@
 #include "ops.h"
 #include "tensor_io.h"
 #include "value.h"
+#include "registry.h"
 #include "dataset.h"
 #include "checkpoint.h"
 #include "layers.h"

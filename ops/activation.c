@@ -167,4 +167,25 @@ tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx)
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_gelu)
+{
+    (void)n_in;
+    tg_gelu_approx a;
+    if (tg_gelu_approx_parse(tg__op_str(c, "approximate"), &a)) return tg__op_fail_last(g, c);
+    return TG_GLUE_ONE(tg_gelu(g, in[0], a));
+}
+
+const tg_op_def tg__activation_ops[] = {
+    {"gelu", "F.gelu(input, approximate='none')",
+     {{"approximate", TG_OP_STRING, "none", false, "none (erf) or tanh"}}, false,
+     {TG_IN("input")}, 1, false, 1, b_gelu, NULL, "gelu approximate=tanh --in x.npy --out y.npy",
+     &op_gelu, NULL,
+     "[3,4]", "approximate=sigmoid;[3,4]", NULL},
+    {0}
+};
+
 #endif

@@ -418,4 +418,104 @@ tg_node *tg_index_select(tg_graph *g, tg_node *x, int64_t dim, tg_node *index)
     return y;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_cat)
+{
+    return TG_GLUE_ONE(tg_concat(g, n_in, in, tg__op_int(c, "dim")));
+}
+
+TG_GLUE(b_split)
+{
+    (void)n_in;
+    const tg_value *v = tg__op_attr(c, "split_size_or_sections");
+    int64_t sizes[TG_OP_MAX_OUTPUTS];
+    int n;
+    if (v && v->kind == TG_VALUE_INT) {   /* a chunk size: equal pieces, the last smaller */
+        const tg_tensor *x = tg_node_value(in[0]);
+        int d = tg_wrap_dim(tg__op_int(c, "dim"), x->rank);
+        if (d < 0 || x->rank == 0) {
+            tg_split(g, in[0], 1, (int64_t[]){0}, tg__op_int(c, "dim"), out);   /* its message */
+            return TG_ERR_INVALID;
+        }
+        int64_t size = x->shape[d], ss = v->i;
+        if (ss < 0 || (ss == 0 && size > 0)) {
+            tg_graph_fail(g, "split: split_size can only be 0 if dimension size is 0, and never "
+                          "negative, but got split_size=%lld and dimension size %lld",
+                          (long long)ss, (long long)size);
+            return TG_ERR_INVALID;
+        }
+        int64_t pieces = size == 0 ? 1 : (size + ss - 1) / ss;
+        if (pieces > TG_OP_MAX_OUTPUTS) {
+            tg_graph_fail(g, "split: split_size=%lld gives %lld pieces (tgraph op writes at most "
+                          "%d)", (long long)ss, (long long)pieces, TG_OP_MAX_OUTPUTS);
+            return TG_ERR_INVALID;
+        }
+        n = (int)pieces;
+        for (int i = 0; i < n; i++) sizes[i] = size - i * ss < ss ? size - i * ss : ss;
+    } else if ((n = tg__op_list(g, c, "split_size_or_sections", sizes, TG_OP_MAX_OUTPUTS)) < 0) {
+        return TG_ERR_INVALID;
+    }
+    *n_out = n;
+    return tg_split(g, in[0], n, sizes, tg__op_int(c, "dim"), out);
+}
+
+TG_GLUE(b_narrow)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_narrow(g, in[0], tg__op_int(c, "dim"), tg__op_int(c, "start"), tg__op_int(c, "length")));
+}
+
+TG_GLUE(b_slice)
+{
+    (void)n_in;
+    int64_t start = tg__op_is_null(c, "start") ? 0 : tg__op_int(c, "start");
+    int64_t end = tg__op_is_null(c, "end") ? TG_SLICE_END : tg__op_int(c, "end");
+    return TG_GLUE_ONE(tg_slice(g, in[0], tg__op_int(c, "dim"), start, end, tg__op_int(c, "step")));
+}
+
+TG_GLUE(b_index_select)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_index_select(g, in[0], tg__op_int(c, "dim"), in[1]));
+}
+
+const tg_op_def tg__concat_ops[] = {
+    {"cat", "torch.cat(tensors, dim=0) (also: concat)",
+     {{"dim", TG_OP_INT, "0", false, "the dim to join along"}}, false, {TG_ANY("tensors")}, 1,
+     true, 1, b_cat, NULL, "cat dim=-1 --in a.npy --in b.npy --out y.npy", &op_cat, NULL,
+     "dim=1;[2,3];[2,4]", "dim=0;[2,3];[2,4]", NULL},
+    {"split", "torch.split(tensor, split_size_or_sections, dim=0) -> one --out per piece",
+     {{"split_size_or_sections", TG_OP_INT_LIST, NULL, false,
+       "a chunk size, or a list of piece sizes"},
+      {"dim", TG_OP_INT, "0", false, "the dim to split"}},
+     false, {TG_ANY("tensor")}, 1, false, -1, b_split, NULL,
+     "split split_size_or_sections=[2,5] dim=-1 --in x.npy --out a.npy --out b.npy", &op_slice,
+     NULL, "split_size_or_sections=2;dim=1;[2,5]",
+     "split_size_or_sections=[2,2];dim=1;[2,5]", NULL},
+    {"narrow", "torch.narrow(input, dim, start, length)",
+     {TG_DIM_REQ("the dim to narrow"), {"start", TG_OP_INT, NULL, false, "first index (< 0: from the end)"},
+      {"length", TG_OP_INT, NULL, false, "number of elements"}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_narrow, NULL,
+     "narrow dim=1 start=1 length=3 --in x.npy --out y.npy", &op_slice, NULL,
+     "dim=1;start=1;length=2;[3,4]", "dim=1;start=3;length=2;[3,4]", NULL},
+    {"slice", "input[..., start:end:step] along dim (aten::slice)",
+     {{"dim", TG_OP_INT, "0", false, "the dim to slice"},
+      {"start", TG_OP_INT, "null", true, "first index; null: 0"},
+      {"end", TG_OP_INT, "null", true, "one past the last; null: the end"},
+      {"step", TG_OP_INT, "1", false, "stride (> 0)"}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_slice, NULL,
+     "slice dim=1 start=1 end=8 step=3 --in x.npy --out y.npy", &op_slice, NULL,
+     "dim=1;start=1;end=4;step=2;[3,5]", "step=0;[3,5]", NULL},
+    {"index_select", "torch.index_select(input, dim, index)",
+     {TG_DIM_REQ("the dim to index along")}, false,
+     {TG_ANY("input"), {"index", TG_OP_IN_INDEX, 0}}, 2, false, 1, b_index_select,
+     tg__op_gen_along_dim, "index_select dim=0 --in x.npy --in i.npy --out y.npy",
+     &op_index_select, NULL,
+     "dim=1;[2,5];i64[7]", "dim=0;[2,5];i64[2,2]", NULL},
+    {0}
+};
+
 #endif

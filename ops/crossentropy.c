@@ -330,4 +330,42 @@ tg_node *tg_cross_entropy(tg_graph *g, tg_node *input, tg_node *target, tg_node 
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_cross_entropy)
+{
+    tg_reduction r;
+    if (tg__op_reduction(g, c, &r)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_cross_entropy(g, in[0], in[1], n_in > 2 ? in[2] : NULL,
+                                tg__op_int(c, "ignore_index"), r, tg__op_f(c, "label_smoothing")));
+}
+
+/* cross_entropy class indices: uniform in [0, C), C = input.size(1) (size(0) for a 1-d input). */
+static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
+                           tg_rng *rng)
+{
+    (void)c, (void)i;
+    const tg_tensor *x = in[0];
+    int64_t C = x->rank == 0 ? 0 : x->shape[x->rank == 1 ? 0 : 1];
+    if (C <= 0) return tg_set_error(TG_ERR_INVALID, "the input has no classes to draw from");
+    int64_t *v = t->data;
+    for (int64_t k = 0; k < t->numel; k++) v[k] = (int64_t)tg_rng_below(rng, (uint64_t)C);
+    return TG_OK;
+}
+
+const tg_op_def tg__crossentropy_ops[] = {
+    {"cross_entropy", "F.cross_entropy(input, target, weight=None, ...) on logits",
+     {{"ignore_index", TG_OP_INT, "-100", false, "a class index target that counts for nothing"},
+      {"reduction", TG_OP_STRING, "mean", false, "none, mean or sum"},
+      {"label_smoothing", TG_OP_FLOAT, "0.0", false, "mix of the target with uniform, in [0, 1]"}},
+     false, {TG_IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2,
+     false, 1, b_cross_entropy, gen_class,
+     "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy",
+     &op_cross_entropy, NULL,
+     "label_smoothing=0.1;[4,5];i64[4]", "[4,5];i64[3]", NULL},
+    {0}
+};
+
 #endif

@@ -170,4 +170,26 @@ tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_dropout)
+{
+    (void)n_in;
+    tg_graph_set_training(g, tg__op_bool(c, "training"));
+    tg_graph_seed(g, (uint64_t)tg__op_int(c, "seed"));
+    return TG_GLUE_ONE(tg_dropout(g, in[0], tg__op_f(c, "p")));
+}
+
+const tg_op_def tg__dropout_ops[] = {
+    {"dropout", "F.dropout(input, p=0.5, training=True); seed= seeds the mask (tgraph)",
+     {{"p", TG_OP_FLOAT, "0.5", false, "probability of an element to be zeroed"},
+      {"training", TG_OP_BOOL, "true", false, "false: the identity"},
+      {"seed", TG_OP_INT, "0", false, "seeds the mask"}}, false, {TG_IN("input")}, 1, false, 1,
+     b_dropout, NULL, "dropout p=0.1 seed=7 --in x.npy --out y.npy", &op_dropout, NULL,
+     "p=0.4;[5,6]", "p=1.5;[3]", NULL},
+    {0}
+};
+
 #endif

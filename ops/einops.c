@@ -6,7 +6,7 @@
  * Every op is a walk over the elementary axes of its recipe:
  *   rearrange  y[right order] = x[left order]             (a permutation)
  *   repeat     y[right order] = x[left order]; x has stride 0 along new axes
- *   reduce     y[kept axes]   = sum/mean/max/min over the reduced axes of x
+ *   reduce     y[kept axes]   = sum/mean/max/min/prod over the reduced axes of x
  * so two kernels do all the work:
  *   gather: dst[k] (= | +=) scale * src[off(k)]   dst contiguous, src strided;
  *   fold:   dst[k] (= | +=) sum/max/min of src over an inner walk at off(k).
@@ -95,7 +95,7 @@ static void TG_F(fold_range)(void *vctx, int64_t begin, int64_t end, int tid)
     }
     walk_start(o, o->rank, begin, oidx, &off);
     for (int64_t k = begin; k < end; k++) {
-        double acc = 0;
+        double acc = j->mode == FOLD_PROD ? 1 : 0;
         TG_T best = 0;
         int64_t arg = -1;
         walk_start(in, in->rank - 1, 0, iidx, &ioff);
@@ -105,6 +105,8 @@ static void TG_F(fold_range)(void *vctx, int64_t begin, int64_t end, int tid)
                 double s = 0;
                 for (int64_t i = 0; i < inner; i++) s += x[i * si];
                 acc += s;
+            } else if (j->mode == FOLD_PROD) {
+                for (int64_t i = 0; i < inner; i++) acc *= x[i * si];
             } else {
                 for (int64_t i = 0; i < inner; i++) {
                     TG_T v = x[i * si];
@@ -118,9 +120,48 @@ static void TG_F(fold_range)(void *vctx, int64_t begin, int64_t end, int tid)
             }
             walk_next(in, in->rank - 1, iidx, &ioff);
         }
-        TG_T v = j->mode == FOLD_SUM ? (TG_T)(acc * j->scale) : best;
+        TG_T v = j->mode == FOLD_SUM || j->mode == FOLD_PROD ? (TG_T)(acc * j->scale) : best;
         dst[k] = j->accumulate ? dst[k] + v : v;
         if (j->arg) j->arg[k] = arg;
+        walk_next(o, o->rank, oidx, &off);
+    }
+}
+
+/* prod backward: forward was y[k] = prod of the slice S(k) of x, so
+ * dx[i] += dy[k] * prod_{i' in S(k), i' != i} x[i']: with no zero in the slice
+ * y[k] / x[i]; with one zero, the product of the others at that zero and 0
+ * elsewhere; with two or more, 0 everywhere (never a division by zero). */
+static void TG_F(prod_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const ein_prod *j = vctx;
+    const ein_walk *o = j->outer, *in = j->inner;
+    const TG_T *x = j->x, *dy = j->dy;
+    TG_T *dx = j->dx;
+    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
+    int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
+    (void)tid;
+    walk_start(o, o->rank, begin, oidx, &off);
+    for (int64_t k = begin; k < end; k++) {
+        double nonzero = 1;   /* product of the slice's nonzero elements */
+        int64_t zeros = 0;
+        walk_start(in, in->rank - 1, 0, iidx, &ioff);
+        for (int64_t r = 0; r < rows; r++) {
+            for (int64_t i = 0; i < inner; i++) {
+                TG_T v = x[off + ioff + i * si];
+                if (v == 0) zeros++;
+                else nonzero *= v;
+            }
+            walk_next(in, in->rank - 1, iidx, &ioff);
+        }
+        walk_start(in, in->rank - 1, 0, iidx, &ioff);
+        for (int64_t r = 0; r < rows && zeros < 2; r++) {
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t p = off + ioff + i * si;
+                double others = zeros == 0 ? nonzero / x[p] : x[p] == 0 ? nonzero : 0;
+                dx[p] += (TG_T)(dy[k] * others);
+            }
+            walk_next(in, in->rank - 1, iidx, &ioff);
+        }
         walk_next(o, o->rank, oidx, &off);
     }
 }
@@ -160,7 +201,7 @@ typedef struct ein_gather {
     double          scale;   /* (add) */
 } ein_gather;
 
-enum { FOLD_SUM, FOLD_MAX, FOLD_MIN };
+enum { FOLD_SUM, FOLD_MAX, FOLD_MIN, FOLD_PROD };
 #define FOLD_BLOCK 256   /* dst elements summed together by fold_sum_blocks */
 
 typedef struct ein_fold {
@@ -172,6 +213,12 @@ typedef struct ein_fold {
     double          scale;
     bool            accumulate;   /* dst += (backward) instead of dst = (forward) */
 } ein_fold;
+
+typedef struct ein_prod {        /* prod backward: outer over y, inner over a slice of x */
+    const ein_walk *outer, *inner;
+    const void     *x, *dy;
+    void           *dx;
+} ein_prod;
 
 static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
@@ -263,6 +310,38 @@ static void copy_range(void *vctx, int64_t begin, int64_t end, int tid)
 #include "einops.c"
 #undef TG_KERNELS
 
+/* reduce forward on int64: y[k] = sum / prod (wrapping, as torch's int64
+ * does) or max / min over the reduced axes of x at x offset off(k). */
+static void fold_i64_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const ein_fold *j = vctx;
+    const ein_walk *o = j->outer, *in = j->inner;
+    const int64_t *src = j->src;
+    int64_t *dst = j->dst;
+    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
+    int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
+    (void)tid;
+    walk_start(o, o->rank, begin, oidx, &off);
+    for (int64_t k = begin; k < end; k++) {
+        uint64_t acc = j->mode == FOLD_PROD ? 1 : 0;
+        int64_t best = 0;
+        bool any = false;
+        walk_start(in, in->rank - 1, 0, iidx, &ioff);
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t *x = src + off + ioff;
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t v = x[i * si];
+                if (j->mode == FOLD_SUM) acc += (uint64_t)v;
+                else if (j->mode == FOLD_PROD) acc *= (uint64_t)v;
+                else if (!any || (j->mode == FOLD_MAX ? v > best : v < best)) best = v, any = true;
+            }
+            walk_next(in, in->rank - 1, iidx, &ioff);
+        }
+        dst[k] = j->mode == FOLD_SUM || j->mode == FOLD_PROD ? (int64_t)acc : best;
+        walk_next(o, o->rank, oidx, &off);
+    }
+}
+
 /* Rows of at least ~16k elements per task. */
 static int64_t grain_for(int64_t per_item)
 {
@@ -304,7 +383,7 @@ typedef struct ein_attr {
     int                 arg;       /* max/min: buffer of the picked flat x indices; else -1 */
 } ein_attr;
 
-static const char *const red_names[] = {"sum", "mean", "max", "min"};
+static const char *const red_names[] = {"sum", "mean", "max", "min", "prod"};
 
 const char *tg_einops_reduction_name(tg_einops_reduction r)
 {
@@ -346,9 +425,15 @@ static tg_status repeat_backward(tg_node *n)
 static tg_status reduce_forward(tg_node *n)
 {
     const ein_attr *a = n->attr;
-    int mode = a->red == TG_EINOPS_MAX ? FOLD_MAX : a->red == TG_EINOPS_MIN ? FOLD_MIN : FOLD_SUM;
+    int mode = a->red == TG_EINOPS_MAX ? FOLD_MAX : a->red == TG_EINOPS_MIN ? FOLD_MIN
+             : a->red == TG_EINOPS_PROD ? FOLD_PROD : FOLD_SUM;
     ein_fold j = {&a->outer, &a->inner, n->in[0]->value.data, n->value.data,
                   a->arg >= 0 ? n->buf[a->arg].data : NULL, mode, a->scale, false};
+    if (n->value.dtype == TG_I64) {
+        if (!a->outer.empty)
+            tg_parallel_for(a->outer.numel, grain_for(a->inner.numel), fold_i64_range, &j);
+        return TG_OK;
+    }
     run_fold(n->value.dtype, &j);
     return TG_OK;
 }
@@ -362,6 +447,17 @@ static tg_status reduce_backward(tg_node *n)
         TG_DISPATCH(n->value.dtype, arg_backward)(n, n->buf[a->arg].data);
     else
         run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, a->scale);
+    return TG_OK;
+}
+
+/* backward of prod: dx[i] += dy[k] * (the product of the others in i's slice) */
+static tg_status reduce_prod_backward(tg_node *n)
+{
+    const ein_attr *a = n->attr;
+    ein_prod j = {&a->outer, &a->inner, n->in[0]->value.data, n->grad.data, n->in[0]->grad.data};
+    if (!a->outer.empty)
+        tg_parallel_for(a->outer.numel, grain_for(a->inner.numel),
+                        TG_DISPATCH(n->value.dtype, prod_backward_range), &j);
     return TG_OK;
 }
 
@@ -398,6 +494,12 @@ static const tg_op op_reduce = {.name = "reduce", .forward = reduce_forward,
 static const tg_op op_reduce_arg = {.name = "reduce", .forward = reduce_forward,
                                     .backward = reduce_backward, .describe = einops_describe,
                                     .kinks = reduce_kinks, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+/* prod's backward reads x; int64 reductions take no gradient. */
+static const tg_op op_reduce_prod = {.name = "reduce", .forward = reduce_forward,
+                                     .backward = reduce_prod_backward, .describe = einops_describe,
+                                     .flags = TG_OP_BWD_NO_OUTPUT};
+static const tg_op op_reduce_int = {.name = "reduce", .forward = reduce_forward,
+                                    .describe = einops_describe};
 /* When no element moves: the same ops as views. */
 static const tg_op op_rearrange_view = {.name = "rearrange", .describe = einops_describe,
                                         .flags = TG_OP_VIEW};
@@ -409,7 +511,7 @@ static const tg_op op_reduce_view = {.name = "reduce", .describe = einops_descri
 static bool is_einops(const tg_op *op)
 {
     return op == &op_rearrange || op == &op_repeat || op == &op_reduce || op == &op_reduce_arg ||
-           op == &op_rearrange_view || op == &op_repeat_view || op == &op_reduce_view;
+           op == &op_reduce_prod || op == &op_reduce_int || op == &op_rearrange_view || op == &op_repeat_view || op == &op_reduce_view;
 }
 
 /* einops' wrapper around every inner message, on one line. */
@@ -457,10 +559,13 @@ static tg_node *einops_node(tg_graph *g, tg__ein_kind kind, tg_einops_reduction 
                              kw ? "given" : "NULL");
     if (kind == TG__EIN_REDUCE) {
         if ((unsigned)red >= TG_EINOPS_REDUCTION_COUNT)
-            return tg_graph_fail(g, "reduce: unknown reduction %d (expected sum, mean, max or min)",
-                                 (int)red);
+            return tg_graph_fail(g, "reduce: unknown reduction %d (expected sum, mean, max, min or "
+                                 "prod)", (int)red);
         what = red_names[red];
-        if (!tg__want_float(g, op, x, "input")) return NULL;
+        if (x->value.dtype == TG_I64 && red == TG_EINOPS_MEAN)
+            return tg_graph_fail(g, "reduce: mean needs a float input, got int64 (torch: mean(): "
+                                 "could not infer output dtype)");
+        if (x->value.dtype != TG_I64 && !tg__want_float(g, op, x, "input")) return NULL;
     }
     const tg_tensor *v = &x->value;
     char err[512];
@@ -485,6 +590,7 @@ static tg_node *einops_node(tg_graph *g, tg__ein_kind kind, tg_einops_reduction 
     strides_over(rc.n_left, left, rc.len, sx);
     strides_over(rc.n_right, rc.right, rc.len, sy);
 
+    bool ints = kind == TG__EIN_REDUCE && v->dtype == TG_I64;
     bool arg = kind == TG__EIN_REDUCE && (red == TG_EINOPS_MAX || red == TG_EINOPS_MIN);
     if (arg && count == 0 && ynumel > 0)
         return fail_wrapped(g, op, what, pattern, v, n_kw, kw,
@@ -500,7 +606,8 @@ static tg_node *einops_node(tg_graph *g, tg__ein_kind kind, tg_einops_reduction 
         walk_make(&at.inner, n_new, new_ax, rc.len, sy);
     } else if (kind == TG__EIN_REDUCE) {
         view = view && count == 1;
-        desc = view ? &op_reduce_view : arg ? &op_reduce_arg : &op_reduce;
+        desc = view ? &op_reduce_view : ints ? &op_reduce_int : arg ? &op_reduce_arg
+             : red == TG_EINOPS_PROD ? &op_reduce_prod : &op_reduce;
         walk_make(&at.outer, rc.n_right, rc.right, rc.len, sx);
         walk_make(&at.inner, n_red, red_ax, rc.len, sx);
         walk_make(&at.bwd, rc.n_left, left, rc.len, sy);
@@ -514,7 +621,8 @@ static tg_node *einops_node(tg_graph *g, tg__ein_kind kind, tg_einops_reduction 
     if (!a) return NULL;
     *a = at;
     if (!(a->pattern = tg_graph_strdup(g, pattern))) return NULL;
-    if (arg && !view && (a->arg = tg_node_buffer(n, TG_I64, rc.out_rank, rc.out_shape)) < 0)
+    if (arg && !view && !ints &&
+        (a->arg = tg_node_buffer(n, TG_I64, rc.out_rank, rc.out_shape)) < 0)
         return NULL;
     return n;
 }
@@ -550,5 +658,54 @@ int64_t tg_einops_axis_len(const tg_node *n, const char *name)
             return a->rc.len[i];
     return -1;
 }
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_rearrange)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_rearrange(g, in[0], tg__op_str(c, "pattern"), c->n_axes, c->axes));
+}
+
+TG_GLUE(b_repeat)
+{
+    (void)n_in;
+    return TG_GLUE_ONE(tg_repeat(g, in[0], tg__op_str(c, "pattern"), c->n_axes, c->axes));
+}
+
+TG_GLUE(b_reduce)
+{
+    (void)n_in;
+    const char *r = tg__op_str(c, "reduction");
+    for (int k = 0; k < TG_EINOPS_REDUCTION_COUNT; k++)
+        if (!strcmp(r, tg_einops_reduction_name((tg_einops_reduction)k)))
+            return TG_GLUE_ONE(tg_reduce(g, in[0], tg__op_str(c, "pattern"), (tg_einops_reduction)k,
+                                 c->n_axes, c->axes));
+    tg_graph_fail(g, "reduce: unknown reduction '%s' (sum, mean, max, min, prod)", r);
+    return TG_ERR_INVALID;
+}
+
+const tg_op_def tg__einops_ops[] = {
+    {"rearrange", "einops.rearrange(tensor, pattern, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern ('b (h w) -> b h w')"}}, true,
+     {TG_ANY("tensor")}, 1, false, 1, b_rearrange, NULL,
+     "rearrange 'pattern=(b ts_d) seg d -> b ts_d seg d' b=2 --in x.npy --out y.npy",
+     &op_rearrange, NULL,
+     "pattern=a b -> b a;[2,3]", "pattern=a b -> a;[2,3]", NULL},
+    {"repeat", "einops.repeat(tensor, pattern, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; new axes on the right repeat"}},
+     true, {TG_ANY("tensor")}, 1, false, 1, b_repeat, NULL,
+     "repeat 'pattern=seg f d -> (repeat seg) f d' repeat=2 --in x.npy --out y.npy", &op_repeat,
+     NULL, "pattern=a b -> a b r;r=2;[2,3]", "pattern=a b -> a b r;[2,3]", NULL},
+    {"reduce", "einops.reduce(tensor, pattern, reduction, **axes_lengths)",
+     {{"pattern", TG_OP_STRING, NULL, false, "einops pattern; axes missing on the right reduce"},
+      {"reduction", TG_OP_STRING, NULL, false, "sum, mean, max, min or prod (int64: not mean)"}},
+     true, {TG_ANY("tensor")}, 1, false, 1, b_reduce, NULL,
+     "reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out y.npy", &op_reduce, NULL,
+     "pattern=a b -> a;reduction=sum;[2,3]", "pattern=a b -> a;reduction=avg;[2,3]", NULL},
+    {0}
+};
 
 #endif

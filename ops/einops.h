@@ -65,6 +65,7 @@ typedef enum tg_einops_reduction {
     TG_EINOPS_MEAN,
     TG_EINOPS_MAX,
     TG_EINOPS_MIN,
+    TG_EINOPS_PROD,
     TG_EINOPS_REDUCTION_COUNT
 } tg_einops_reduction;
 
@@ -77,11 +78,13 @@ tg_node *tg_rearrange(tg_graph *g, tg_node *x, const char *pattern, int n_axes,
 tg_node *tg_repeat(tg_graph *g, tg_node *x, const char *pattern, int n_axes,
                    const tg_axis_len *axes);
 
-/* einops.reduce(x, pattern, reduction, **axes). */
+/* einops.reduce(x, pattern, reduction, **axes). x float (every reduction,
+ * with gradients; prod's stays exact where x has zeros) or int64 (sum, max,
+ * min, prod in int64, wrapping on overflow as torch does; no gradient). */
 tg_node *tg_reduce(tg_graph *g, tg_node *x, const char *pattern, tg_einops_reduction r,
                    int n_axes, const tg_axis_len *axes);
 
-/* "sum", "mean", "max", "min" (NULL when out of range). */
+/* "sum", "mean", "max", "min", "prod" (NULL when out of range). */
 const char *tg_einops_reduction_name(tg_einops_reduction r);
 
 /* The length of the named axis as inferred when node n was built by

@@ -365,4 +365,69 @@ tg_node *tg_sqrt(tg_graph *g, tg_node *x) { return unary(g, &op_sqrt, UN_SQRT, 0
 tg_node *tg_square(tg_graph *g, tg_node *x) { return unary(g, &op_square, UN_SQUARE, 0, x); }
 tg_node *tg_relu(tg_graph *g, tg_node *x) { return unary(g, &op_relu, UN_RELU, 0, x); }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+/* add/sub/mul/div: other is a tensor (the second --in) or a number (other=). */
+static tg_status binary_glue(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
+                             tg_node **out, int *n_out,
+                             tg_node *(*fn)(tg_graph *, tg_node *, tg_node *))
+{
+    bool tensor = n_in > 1 && in[1], number = !tg__op_is_null(c, "other");
+    if (tensor == number) {
+        tg_graph_fail(g, "%s: give other either as a tensor (a second --in) or as a number "
+                      "(other=), %s", c->op->name, tensor ? "not both" : "got neither");
+        return TG_ERR_INVALID;
+    }
+    tg_node *other = tensor ? in[1] : tg_full(g, 0, NULL, tg__op_f(c, "other"));
+    const tg_value *alpha = tg__op_attr(c, "alpha");
+    if (alpha && tg__op_f(c, "alpha") != 1.0) other = tg_scale(g, other, tg__op_f(c, "alpha"));
+    return TG_GLUE_ONE(fn(g, in[0], other));
+}
+
+TG_GLUE(b_add) { return binary_glue(g, c, in, n_in, out, n_out, tg_add); }
+TG_GLUE(b_sub) { return binary_glue(g, c, in, n_in, out, n_out, tg_sub); }
+TG_GLUE(b_mul) { return binary_glue(g, c, in, n_in, out, n_out, tg_mul); }
+TG_GLUE(b_div) { return binary_glue(g, c, in, n_in, out, n_out, tg_div); }
+
+TG_GLUE(b_scale) { (void)n_in; return TG_GLUE_ONE(tg_scale(g, in[0], tg__op_f(c, "scale"))); }
+TG_GLUE(b_neg) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_neg(g, in[0])); }
+TG_GLUE(b_exp) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_exp(g, in[0])); }
+TG_GLUE(b_log) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_log(g, in[0])); }
+TG_GLUE(b_sqrt) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_sqrt(g, in[0])); }
+TG_GLUE(b_square) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_square(g, in[0])); }
+TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
+
+#define UNARY(nm, fn, gen, sum, desc, check, bad) \
+    {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
+     nm " --in x.npy --out y.npy", desc, NULL, check, bad, NULL}
+#define BINARY(nm, fn, sum, gen1, example, desc, check, bad, extra) \
+    {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)"} extra}, \
+     false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
+     nm " " example, desc, NULL, check, bad, NULL}
+#define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other"}
+
+const tg_op_def tg__elementwise_ops[] = {
+    UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu, "[50]", "bool[3]"),
+    UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)", &op_exp, "[3,4]", "bool[3]"),
+    UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)", &op_log, "[3,4]", "i64[3]"),
+    UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt, "[3,4]", "bool[2]"),
+    UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square, "[3,4]", "bool[2]"),
+    UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg, "[3,4]", "i64[2]"),
+    {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false, "the factor"}}, false,
+     {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
+     &op_scale, NULL,
+     "scale=1.5;[3,4]", "scale=yes;[3]", NULL},
+    BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, "alpha=2;[3,4];[4]", "[3,4];[5]", ALPHA),
+    BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", &op_sub, "[3,4];[3,4]", "other=1;[3];[3]", ALPHA),
+    BINARY("mul", b_mul, "torch.mul(input, other); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", &op_mul, "[3,4];[4]", "[3];[4]", ),
+    BINARY("div", b_div, "torch.div(input, other); other a tensor or a number",
+           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", &op_div, "[3,4];[4]", "[3]", ),
+    {0}
+};
+
 #endif

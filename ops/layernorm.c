@@ -303,4 +303,28 @@ tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *norma
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_layer_norm)
+{
+    int64_t shape[TG_MAX_RANK];
+    int n = tg__op_list(g, c, "normalized_shape", shape, TG_MAX_RANK);
+    if (n < 0) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_layer_norm(g, in[0], n, shape, n_in > 1 ? in[1] : NULL,
+                             n_in > 2 ? in[2] : NULL, tg__op_f(c, "eps")));
+}
+
+const tg_op_def tg__layernorm_ops[] = {
+    {"layer_norm", "F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)",
+     {{"normalized_shape", TG_OP_INT_LIST, NULL, false, "the trailing dims to normalise"},
+      {"eps", TG_OP_FLOAT, "1e-5", false, "added to the variance"}},
+     false, {TG_IN("input"), TG_IN("weight"), TG_IN("bias")}, 1, false, 1, b_layer_norm, NULL,
+     "layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy --out y.npy",
+     &op_layer_norm, NULL,
+     "normalized_shape=[4];[3,4];[4];[4]", "normalized_shape=[5];[3,4]", NULL},
+    {0}
+};
+
 #endif

@@ -174,3 +174,17 @@ tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
                                sizeof(double));
     return n;
 }
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_linear) { (void)c; return TG_GLUE_ONE(tg_linear(g, in[0], in[1], n_in > 2 ? in[2] : NULL)); }
+
+const tg_op_def tg__linear_ops[] = {
+    {"linear", "F.linear(input, weight, bias=None)", {{0}}, false,
+     {TG_IN("input"), TG_IN("weight"), TG_IN("bias")}, 2, false, 1, b_linear, NULL,
+     "linear --in x.npy --in w.npy --in b.npy --out y.npy", &op_linear, NULL,
+     "[2,3];[4,3];[4]", "[2,3];[4,5]", NULL},
+    {0}
+};

@@ -120,4 +120,25 @@ tg_node *tg_mse_loss(tg_graph *g, tg_node *input, tg_node *target, tg_reduction 
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_mse_loss)
+{
+    (void)n_in;
+    tg_reduction r;
+    if (tg__op_reduction(g, c, &r)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_mse_loss(g, in[0], in[1], r));
+}
+
+const tg_op_def tg__loss_ops[] = {
+    {"mse_loss", "F.mse_loss(input, target, reduction='mean')",
+     {{"reduction", TG_OP_STRING, "mean", false, "none, mean or sum"}}, false,
+     {TG_IN("input"), TG_IN("target")}, 2, false, 1, b_mse_loss, NULL,
+     "mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy", &op_mse, NULL,
+     "[3,4];[3,4]", "reduction=avg;[3];[3]", NULL},
+    {0}
+};
+
 #endif

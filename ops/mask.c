@@ -197,4 +197,41 @@ tg_node *tg_causal_mask(tg_graph *g, int64_t B, int64_t L)
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_masked_fill)
+{
+    bool tensor = n_in > 2 && in[2], value = !tg__op_is_null(c, "value");
+    if (tensor == value) {
+        tg_graph_fail(g, "masked_fill: give either value= or a 0-d value tensor (a third --in), "
+                      "%s", tensor ? "not both" : "got neither");
+        return TG_ERR_INVALID;
+    }
+    if (tensor) return TG_GLUE_ONE(tg_masked_fill_tensor(g, in[0], in[1], in[2]));
+    return TG_GLUE_ONE(tg_masked_fill(g, in[0], in[1], tg__op_f(c, "value")));
+}
+
+TG_GLUE(b_causal_mask)
+{
+    (void)in, (void)n_in;
+    return TG_GLUE_ONE(tg_causal_mask(g, tg__op_int(c, "B"), tg__op_int(c, "L")));
+}
+
+const tg_op_def tg__mask_ops[] = {
+    {"masked_fill", "Tensor.masked_fill(mask, value); value= or a 0-d value tensor",
+     {{"value", TG_OP_FLOAT, "null", true, "the fill value (or a 0-d tensor as a third --in)"}},
+     false, {TG_IN("input"), {"mask", TG_OP_IN_MASK, 0}, TG_IN("value")}, 2, false, 1,
+     b_masked_fill, NULL, "masked_fill value=-inf --in x.npy --in mask.npy --out y.npy",
+     &op_masked_fill, NULL,
+     "value=-2;[3,4];bool[4]", "value=1;[3,4];f64[4]", NULL},
+    {"causal_mask", "TriangularCausalMask(B, L): bool [B, 1, L, L], true where s > l (tgraph)",
+     {{"B", TG_OP_INT, NULL, false, "batch size"}, {"L", TG_OP_INT, NULL, false, "sequence length"}},
+     false, {{0}}, 0, false, 1, b_causal_mask, NULL, "causal_mask B=2 L=4 --out mask.npy", NULL,
+     "no input; a constant bool output",
+     NULL, "B=-1;L=2", NULL},
+    {0}
+};
+
 #endif

@@ -12,6 +12,7 @@
 #include "einops.h"
 #include "einsum.h"
 #include "elementwise.h"
+#include "embedding.h"
 #include "gemm.h"
 #include "layernorm.h"
 #include "linear.h"

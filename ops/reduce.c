@@ -162,4 +162,36 @@ tg_node *tg_mean(tg_graph *g, tg_node *x, const int64_t *dims, int n_dims, bool 
     return reduce(g, &op_mean, x, dims, n_dims, keepdim);
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+static tg_status reduce_dims(tg_graph *g, const tg_op_call *c, tg_node *const *in, tg_node **out,
+                             int *n_out, bool mean)
+{
+    int64_t dims[TG_MAX_RANK];
+    int n = tg__op_list(g, c, "dim", dims, TG_MAX_RANK);
+    if (n < 0) return TG_ERR_INVALID;
+    bool keep = tg__op_bool(c, "keepdim");
+    return TG_GLUE_ONE(mean ? tg_mean(g, in[0], dims, n, keep) : tg_sum(g, in[0], dims, n, keep));
+}
+
+TG_GLUE(b_sum) { (void)n_in; return reduce_dims(g, c, in, out, n_out, false); }
+TG_GLUE(b_mean) { (void)n_in; return reduce_dims(g, c, in, out, n_out, true); }
+
+const tg_op_def tg__reduce_ops[] = {
+    {"sum", "torch.sum(input, dim=None, keepdim=False)",
+     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
+      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
+     {TG_IN("input")}, 1, false, 1, b_sum, NULL, "sum dim=[0,2] --in x.npy --out y.npy", &op_sum,
+     NULL, "dim=[0,2];[2,3,4]", "dim=[3];[2,3]", NULL},
+    {"mean", "torch.mean(input, dim=None, keepdim=False)",
+     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
+      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
+     {TG_IN("input")}, 1, false, 1, b_mean, NULL, "mean dim=1 keepdim=true --in x.npy --out y.npy",
+     &op_mean, NULL,
+     "dim=1;keepdim=true;[3,4]", "dim=5;[3,4]", NULL},
+    {0}
+};
+
 #endif

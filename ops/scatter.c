@@ -344,4 +344,58 @@ tg_node *tg_scatter_add(tg_graph *g, tg_node *x, int dim, tg_node *index, tg_nod
     return build(g, K_SCATTER_ADD, x, dim, index, src, 0);
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_gather)
+{
+    (void)n_in;
+    int dim;
+    return tg__op_dim(g, c, "dim", &dim) ? TG_GLUE_ONE(tg_gather(g, in[0], dim, in[1])) : TG_ERR_INVALID;
+}
+
+TG_GLUE(b_scatter)
+{
+    int dim;
+    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
+    bool src = n_in > 2 && in[2], value = !tg__op_is_null(c, "value");
+    if (src == value) {
+        tg_graph_fail(g, "scatter: give either src (a third --in) or value=, %s",
+                      src ? "not both" : "got neither");
+        return TG_ERR_INVALID;
+    }
+    if (value) return TG_GLUE_ONE(tg_scatter_value(g, in[0], dim, in[1], tg__op_f(c, "value")));
+    return TG_GLUE_ONE(tg_scatter(g, in[0], dim, in[1], in[2]));
+}
+
+TG_GLUE(b_scatter_add)
+{
+    (void)n_in;
+    int dim;
+    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_scatter_add(g, in[0], dim, in[1], in[2]));
+}
+
+const tg_op_def tg__scatter_ops[] = {
+    {"gather", "torch.gather(input, dim, index)", {TG_DIM_REQ("the dim to index along")}, false,
+     {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}}, 2, false, 1, b_gather, tg__op_gen_along_dim,
+     "gather dim=1 --in x.npy --in i.npy --out y.npy", &op_gather, NULL,
+     "dim=1;[3,4];i64[3,2]", "dim=2;[3,4];i64[3,2]", NULL},
+    {"scatter", "torch.scatter(input, dim, index, src) or (input, dim, index, value=)",
+     {TG_DIM_REQ("the dim to index along"),
+      {"value", TG_OP_FLOAT, "null", true, "the number to write (instead of a src tensor)"}},
+     false, {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}, TG_IN("src")}, 2, false, 1,
+     b_scatter, tg__op_gen_along_dim,
+     "scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy", &op_scatter, NULL,
+     "dim=0;[4,3];i64[3,3];[3,3]", "dim=0;[4,3];i64[3,3]", NULL},
+    {"scatter_add", "torch.scatter_add(input, dim, index, src)",
+     {TG_DIM_REQ("the dim to index along")}, false,
+     {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}, TG_IN("src")}, 3, false, 1, b_scatter_add,
+     tg__op_gen_along_dim, "scatter_add dim=0 --in x.npy --in i.npy --in src.npy --out y.npy",
+     &op_scatter_add, NULL,
+     "dim=0;[4,3];i64[3,3];[3,3]", "dim=0;[4,3];i64[3];[3,3]", NULL},
+    {0}
+};
+
 #endif

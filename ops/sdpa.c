@@ -465,4 +465,39 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+/* F.scaled_dot_product_attention applies dropout_p whenever it is > 0 (it has
+ * no training flag), so the graph is put in training mode here, as dropout's
+ * glue does for training=true; seed= seeds the mask. scale=null is PyTorch's
+ * 1 / sqrt(E), E = query.shape[-1] (1 for a query the builder will reject). */
+TG_GLUE(b_sdpa)
+{
+    (void)n_in;
+    const tg_tensor *q = tg_node_value(in[0]);
+    double scale = !tg__op_is_null(c, "scale") ? tg__op_f(c, "scale")
+                   : q->rank > 0 ? 1.0 / sqrt((double)q->shape[q->rank - 1]) : 1.0;
+    tg_graph_set_training(g, true);
+    tg_graph_seed(g, (uint64_t)tg__op_int(c, "seed"));
+    return TG_GLUE_ONE(tg_sdpa(g, in[0], in[1], in[2], tg__op_bool(c, "is_causal"), scale,
+                       tg__op_f(c, "dropout_p")));
+}
+
+const tg_op_def tg__sdpa_ops[] = {
+    {"sdpa", "F.scaled_dot_product_attention on [B, L, H, E] (TSL's layout; tgraph)",
+     {{"is_causal", TG_OP_BOOL, "false", false, "mask keys after the query (needs L == S)"},
+      {"scale", TG_OP_FLOAT, "null", true, "score factor; null: 1/sqrt(E)"},
+      {"dropout_p", TG_OP_FLOAT, "0.0", false, "drop attention weights on every run (> 0)"},
+      {"seed", TG_OP_INT, "0", false, "seeds the dropout mask"}}, false,
+     {TG_IN("query"), TG_IN("key"), TG_IN("value")}, 3, false, 1, b_sdpa, NULL,
+     "sdpa is_causal=true --in q.npy --in k.npy --in v.npy --out y.npy", &op_sdpa, NULL,
+     "is_causal=true;[2,4,2,3];[2,4,2,3];[2,4,2,2]", "is_causal=true;[1,3,1,2];[1,5,1,2];[1,5,1,2]",
+     "shapes: query [B, L, H, E], key [B, S, H, E], value [B, S, H, D] -> [B, L, H, D].\n"
+     "is_causal needs L == S. dropout_p > 0 drops attention weights on every run, as\n"
+     "PyTorch's function does (there is no eval mode here); seed= seeds the mask."},
+    {0}
+};
+
 #endif

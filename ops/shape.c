@@ -161,3 +161,67 @@ tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1)
     }
     return tg_permute(g, x, perm);
 }
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_permute)
+{
+    (void)n_in;
+    int64_t dims[TG_MAX_RANK];
+    int perm[TG_MAX_RANK], n = tg__op_list(g, c, "dims", dims, TG_MAX_RANK);
+    if (n < 0) return TG_ERR_INVALID;
+    int rank = tg_node_value(in[0])->rank;
+    if (n != rank) {   /* tg_permute reads exactly rank entries */
+        tg_graph_fail(g, "permute: number of dims don't match in permute (the input has %d, "
+                      "dims has %d)", rank, n);
+        return TG_ERR_INVALID;
+    }
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < INT_MIN || dims[i] > INT_MAX) {
+            tg_graph_fail(g, "permute: Dimension out of range (dims[%d]=%lld)", i,
+                          (long long)dims[i]);
+            return TG_ERR_INVALID;
+        }
+        perm[i] = (int)dims[i];
+    }
+    return TG_GLUE_ONE(tg_permute(g, in[0], perm));
+}
+
+TG_GLUE(b_transpose)
+{
+    (void)n_in;
+    int d0, d1;
+    if (!tg__op_dim(g, c, "dim0", &d0) || !tg__op_dim(g, c, "dim1", &d1)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_transpose(g, in[0], d0, d1));
+}
+
+TG_GLUE(b_reshape)
+{
+    (void)n_in;
+    int64_t shape[TG_MAX_RANK];
+    int n = tg__op_list(g, c, "shape", shape, TG_MAX_RANK);
+    if (n < 0) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_reshape(g, in[0], n, shape));
+}
+
+const tg_op_def tg__shape_ops[] = {
+    {"permute", "torch.permute(input, dims)",
+     {{"dims", TG_OP_INT_LIST, NULL, false, "the new order of the dims"}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_permute, NULL, "permute dims=[2,0,1] --in x.npy --out y.npy",
+     &op_permute, NULL,
+     "dims=[2,0,1];[2,3,4]", "dims=[0,1];[2,3,4]", NULL},
+    {"transpose", "torch.transpose(input, dim0, dim1)",
+     {{"dim0", TG_OP_INT, NULL, false, "first dim to swap"},
+      {"dim1", TG_OP_INT, NULL, false, "second dim to swap"}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_transpose, NULL,
+     "transpose dim0=0 dim1=1 --in x.npy --out y.npy", &op_permute, NULL,
+     "dim0=0;dim1=2;[2,3,4]", "dim0=0;dim1=3;[2,3]", NULL},
+    {"reshape", "torch.reshape(input, shape); one dim may be -1",
+     {{"shape", TG_OP_INT_LIST, NULL, false, "the new shape; one dim may be -1"}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_reshape, NULL, "reshape shape=[-1,5,8] --in x.npy --out y.npy",
+     &op_reshape, NULL,
+     "shape=[-1,2];[3,4]", "shape=[5,-1];[3,4]", NULL},
+    {0}
+};

@@ -215,4 +215,48 @@ tg_node *tg_softmax_scaled(tg_graph *g, tg_node *x, int dim, double scale)
     return build(g, &op_softmax, x, dim, scale, false);
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_softmax)
+{
+    (void)n_in;
+    int dim;
+    return tg__op_dim(g, c, "dim", &dim) ? TG_GLUE_ONE(tg_softmax(g, in[0], dim)) : TG_ERR_INVALID;
+}
+
+TG_GLUE(b_log_softmax)
+{
+    (void)n_in;
+    int dim;
+    return tg__op_dim(g, c, "dim", &dim) ? TG_GLUE_ONE(tg_log_softmax(g, in[0], dim)) : TG_ERR_INVALID;
+}
+
+TG_GLUE(b_softmax_scaled)
+{
+    (void)n_in;
+    int dim;
+    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_softmax_scaled(g, in[0], dim, tg__op_f(c, "scale")));
+}
+
+const tg_op_def tg__softmax_ops[] = {
+    {"softmax", "torch.softmax(input, dim)", {TG_DIM_REQ("the dim that sums to 1")}, false,
+     {TG_IN("input")}, 1, false, 1, b_softmax, NULL,
+     "softmax dim=-1 --in x.npy --out y.npy --grad-output dy.npy --grad dx.npy", &op_softmax, NULL,
+     "dim=-1;[3,4]", "dim=2;[3,4]", NULL},
+    {"log_softmax", "torch.log_softmax(input, dim)", {TG_DIM_REQ("the dim to normalise over")},
+     false, {TG_IN("input")}, 1, false, 1, b_log_softmax, NULL,
+     "log_softmax dim=1 --in x.npy --out y.npy", &op_log_softmax, NULL,
+     "dim=1;[3,4]", "dim=-3;[3,4]", NULL},
+    {"softmax_scaled", "softmax(scale * input, dim) in one op (tgraph)",
+     {TG_DIM_REQ("the dim that sums to 1"),
+      {"scale", TG_OP_FLOAT, NULL, false, "factor applied to input before the softmax"}}, false,
+     {TG_IN("input")}, 1, false, 1, b_softmax_scaled, NULL,
+     "softmax_scaled dim=-1 scale=0.125 --in x.npy --out y.npy", &op_softmax, NULL,
+     "dim=-1;scale=0.7;[3,4]", "dim=-1;scale=1;i64[3,4]", NULL},
+    {0}
+};
+
 #endif

@@ -369,4 +369,31 @@ tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool
     return n;
 }
 
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_topk)
+{
+    (void)n_in;
+    int dim;
+    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
+    out[0] = tg_topk(g, in[0], tg__op_int(c, "k"), dim, tg__op_bool(c, "largest"),
+                     tg__op_bool(c, "sorted"), &out[1]);
+    *n_out = 2;
+    return out[0] ? TG_OK : TG_ERR_INVALID;
+}
+
+const tg_op_def tg__topk_ops[] = {
+    {"topk", "torch.topk(input, k, dim, largest, sorted) -> values, int64 indices",
+     {{"k", TG_OP_INT, NULL, false, "how many elements to keep"},
+      {"dim", TG_OP_INT, "-1", false, "the dim to select along"},
+      {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)"},
+      {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order"}},
+     false, {TG_IN("input")}, 1, false, 2, b_topk, NULL,
+     "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL,
+     "k=2;[3,5]", "k=6;[3,5]", NULL},
+    {0}
+};
+
 #endif

@@ -632,8 +632,8 @@ static const err_case errs[] = {
      "approximate argument must be either none or tanh"},
     {"reduction", "op|mse_loss|reduction=avg|--in|" X "|--in|" X "|" OUT,
      "avg is not a valid value for reduction"},
-    {"einops_reduction", "op|reduce|pattern=a b -> a|reduction=prod|--in|" X "|" OUT,
-     "reduce: unknown reduction 'prod'"},
+    {"einops_reduction", "op|reduce|pattern=a b -> a|reduction=avg|--in|" X "|" OUT,
+     "reduce: unknown reduction 'avg' (sum, mean, max, min, prod)"},
     {"dropout_p", "op|dropout|p=1.5|--in|" X "|" OUT, "dropout probability has to be between 0"},
     {"sdpa_causal_l_ne_s", "op|sdpa|is_causal=true|" SDPA_CROSS "|" OUT,
      "tgraph op: sdpa: the causal mask needs L == S (query length 4, key length 7)\n"},
@@ -1012,7 +1012,8 @@ static int op_names(const char *dir, char names[64][32])
 
 Test(cli_op, help_lists_every_op)
 {
-    char dir[256], names[64][32], help[65536], block[4096];
+    static char help[65536], block[65536];
+    char dir[256], names[64][32];
     run_result *r = malloc(sizeof *r);
     temp_dir(dir, sizeof dir);
     int n = op_names(dir, names);
@@ -1023,21 +1024,22 @@ Test(cli_op, help_lists_every_op)
     run_spec("help|op", dir, r);
     cr_assert(r->status == 0 && !strcmp(help, r->out), "tgraph help op differs from op --help");
     for (int i = 0; i < n; i++) {
-        /* the op's block: from "\n  NAME " to the next op's line */
-        char head[64];
+        /* op --help lists it; op NAME --help (= help op NAME) has the rest */
+        char head[64], spec[256];
         snprintf(head, sizeof head, "\n  %.31s ", names[i]);
-        const char *b = strstr(help, head);
-        cr_assert(b, "help does not list %s", names[i]);
-        const char *e = strstr(b + 1, "\n  ");
-        while (e && e[3] == ' ') e = strstr(e + 1, "\n  ");   /* indented lines belong to it */
-        size_t len = e ? (size_t)(e - b) : strlen(b);
-        if (len >= sizeof block) len = sizeof block - 1;
-        snprintf(block, sizeof block, "%.*s", (int)len, b);
+        cr_assert(strstr(help, head), "help does not list %s", names[i]);
+        snprintf(spec, sizeof spec, "op|%.31s|--help", names[i]);
+        run_spec(spec, dir, r);
+        cr_assert(r->status == 0, "%s --help: exit %d", names[i], r->status);
+        snprintf(block, sizeof block, "%s", r->out);
+        snprintf(spec, sizeof spec, "help|op|%.31s", names[i]);
+        run_spec(spec, dir, r);
+        cr_assert(!strcmp(block, r->out), "tgraph help op %s differs from op %s --help", names[i],
+                  names[i]);
         char example[64];
         snprintf(example, sizeof example, "e.g. tgraph op %.31s ", names[i]);
         cr_assert(strstr(block, example), "help of %s has no example:\n%s", names[i], block);
         /* every attribute the op accepts (from its own error message) is in its block */
-        char spec[256];
         snprintf(spec, sizeof spec, "op|%.31s|zz_not_an_attribute=x", names[i]);
         run_spec(spec, dir, r);
         const char *a = strstr(r->err, "attributes: ");
@@ -1067,7 +1069,12 @@ Test(cli_op, every_op_has_a_test)
         for (int k = 0; k < N_CASES; k++) found |= !strcmp(cases[k].op, names[i]);
         for (size_t k = 0; k < sizeof own_tests / sizeof *own_tests; k++)
             found |= !strcmp(own_tests[k], names[i]);
-        cr_expect(found, "op %s has no CLI test", names[i]);
+        /* or its PyTorch fixture case, which tests/test_registry.c runs by name */
+        char fixture[64];
+        snprintf(fixture, sizeof fixture, "ops/%.40s", names[i]);
+        found |= tt_exists(fixture, "case.txt");
+        cr_expect(found, "op %s has no CLI test and no tests/fixtures/%s/case.txt", names[i],
+                  fixture);
     }
     remove_dir(dir);
 }

@@ -2,7 +2,8 @@
  * test_einops.c - rearrange / repeat / reduce against PyTorch fixtures
  * (forward and gradient, float32), gradcheck in float64, exact small cases,
  * integer and bool tensors, empty tensors, and every bad-input row of OPS.md
- * 8.4 / 19 with einops' message. Fixtures: tests/fixtures/gen_einops.py.
+ * 8.4 / 19 with einops' message; prod (exact at zeros) and reduce over int64.
+ * Fixtures: tests/fixtures/gen_einops.py, tests/fixtures/einops/gen_prod.py.
  */
 #include "testutil.h"
 
@@ -29,6 +30,7 @@ typedef struct {
 #define MEAN TG_EINOPS_MEAN
 #define MAX TG_EINOPS_MAX
 #define MIN TG_EINOPS_MIN
+#define PROD TG_EINOPS_PROD
 
 static const ein_case cases[] = {
     {"tsa_merge", R, "b ts_d seg_num d_model -> (b ts_d) seg_num d_model", SUM, 0, {{0}}, true},
@@ -62,6 +64,9 @@ static const ein_case cases[] = {
     {"bt_min", D, "(b t) s d -> b d", MIN, 1, {{"b", 2}}, false},
     {"regroup_sum", D, "a b c -> (c a) 1", SUM, 0, {{0}}, false},
     {"ellipsis_max", D, "... c -> c", MAX, 0, {{0}}, false},
+    /* tests/fixtures/einops/gen_prod.py; pool_prod has a slice with one zero and one with two */
+    {"pool_prod", D, "b (h 2) w -> b h", PROD, 0, {{0}}, false},
+    {"bt_prod", D, "(b t) s d -> b d", PROD, 1, {{"b", 2}}, false},
 };
 
 #define N_CASES (int)(sizeof cases / sizeof *cases)
@@ -360,6 +365,72 @@ Test(einops, int64_and_bool)
     tg_graph_free(g);
 }
 
+/* prod's gradient at zeros, exactly: one zero in a slice gets the product of
+ * the others, everything else there 0; two zeros: all 0 (never 0/0). */
+Test(einops, prod_backward_at_zeros)
+{
+    const double x[3][3] = {{2, -1.5, 4}, {2, 0, 3}, {0, 5, 0}};
+    const double want_y[3] = {-12, 0, 0};
+    const double want_dx[3][3] = {{-6, 8, -3}, {0, 6, 0}, {0, 0, 0}};
+    tg_graph *g = tg_graph_new(TG_F64);
+    tg_node *in = tg_input(g, "x", TG_F64, 2, (int64_t[]){3, 3});
+    memcpy(((tg_tensor *)tg_node_value(in))->data, x, sizeof x);
+    cr_assert(tg_node_set_requires_grad(in, true) == TG_OK);
+    tg_node *y = tg_reduce(g, in, "r c -> r", PROD, 0, NULL);
+    cr_assert(y, "%s", tg_graph_error(g));
+    tg_node_keep(y);
+    tg_tensor *dy = tg_tensor_new(TG_F64, 1, (int64_t[]){3});
+    for (int k = 0; k < 3; k++) tg_tensor_set(dy, k, 1.0);
+    cr_assert(tg_graph_forward(g) == TG_OK && tg_graph_backward(g, y, dy) == TG_OK, "%s",
+              tg_last_error());
+    const double *yv = tg_node_value(y)->data, *dx = tg_node_grad(in)->data;
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(yv[r], want_y[r], "y[%d] = %g", r, yv[r]);
+        for (int c = 0; c < 3; c++)
+            cr_assert_eq(dx[3 * r + c], want_dx[r][c], "dx[%d][%d] = %g", r, c, dx[3 * r + c]);
+    }
+    tg_tensor_free(dy);
+    tg_graph_free(g);
+}
+
+/* reduce on int64: sum, max, min and prod in int64 (einops on a LongTensor),
+ * no gradient; mean is an error as in torch. */
+Test(einops, reduce_int64)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *i = tg_input(g, "i", TG_I64, 2, (int64_t[]){2, 3});
+    int64_t *iv = ((tg_tensor *)tg_node_value(i))->data;
+    const int64_t data[6] = {3, -2, 5, 4, 0, -7};
+    memcpy(iv, data, sizeof data);
+    const tg_einops_reduction reds[4] = {SUM, MAX, MIN, PROD};
+    const int64_t want[4][2] = {{6, -3}, {5, 4}, {-2, -7}, {-30, 0}};
+    const int64_t want_cols[3] = {12, 0, -35};   /* 'a b -> b', prod */
+    tg_node *y[4];
+    for (int k = 0; k < 4; k++) {
+        y[k] = tg_reduce(g, i, "a b -> a", reds[k], 0, NULL);
+        cr_assert(y[k], "%s: %s", tg_einops_reduction_name(reds[k]), tg_graph_error(g));
+        cr_assert_eq(tg_node_value(y[k])->dtype, TG_I64);
+        cr_assert_null(y[k]->op->backward, "an int64 reduce has no backward");
+        tg_node_keep(y[k]);
+    }
+    tg_node *cols = tg_reduce(g, i, "a b -> b", PROD, 0, NULL);
+    cr_assert(cols, "%s", tg_graph_error(g));
+    tg_node_keep(cols);
+    cr_assert(tg_graph_forward(g) == TG_OK, "%s", tg_last_error());
+    for (int k = 0; k < 4; k++) {
+        const int64_t *v = tg_node_value(y[k])->data;
+        for (int r = 0; r < 2; r++)
+            cr_assert_eq(v[r], want[k][r], "%s row %d: %lld, expected %lld",
+                         tg_einops_reduction_name(reds[k]), r, (long long)v[r],
+                         (long long)want[k][r]);
+    }
+    for (int c = 0; c < 3; c++)
+        cr_assert_eq(((const int64_t *)tg_node_value(cols)->data)[c], want_cols[c]);
+    cr_assert_null(tg_reduce(g, i, "a b -> a", MEAN, 0, NULL));
+    tt_assert_graph_error(g, "reduce: mean needs a float input, got int64");
+    tg_graph_free(g);
+}
+
 /* ---- empty tensors and length-0 axes (decided: accepted where einops is) ---- */
 
 Test(einops, zero_length_new_axis)
@@ -630,13 +701,13 @@ Test(einops_errors, api_misuse)
     g = tg_graph_new(TG_F32);
     x = tg_input(g, "x", TG_F32, 1, (int64_t[]){2});
     cr_assert_null(tg_reduce(g, x, "a -> ", (tg_einops_reduction)7, 0, NULL));
-    tt_assert_graph_error(g, "reduce: unknown reduction 7 (expected sum, mean, max or min)");
+    tt_assert_graph_error(g, "reduce: unknown reduction 7 (expected sum, mean, max, min or prod)");
     tg_graph_free(g);
 
     g = tg_graph_new(TG_F32);
-    x = tg_input(g, "i", TG_I64, 1, (int64_t[]){2});
+    x = tg_input(g, "m", TG_BOOL, 1, (int64_t[]){2});   /* int64 is fine (reduce_int64) */
     cr_assert_null(tg_reduce(g, x, "a -> ", TG_EINOPS_SUM, 0, NULL));
-    tt_assert_graph_error(g, "reduce: input must be float32, got int64");
+    tt_assert_graph_error(g, "reduce: input must be float32, got bool");
     tg_graph_free(g);
 
     g = tg_graph_new(TG_F32);

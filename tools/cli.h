@@ -6,6 +6,8 @@
 #ifndef TG_CLI_H
 #define TG_CLI_H
 
+#include <stdio.h>
+
 #define TG_VERSION_STRING "0.1.0"
 
 typedef struct tg_cli_cmd {
@@ -15,6 +17,9 @@ typedef struct tg_cli_cmd {
     const char *help_more;                 /* its continuation, or NULL (ISO C
                                             * caps a string literal at 4095) */
     int (*run)(int argc, char **argv);     /* argv[0] is the command name */
+    /* Prints the help instead of help/help_more when set, given the command's
+     * arguments (argv[0] is the command name; `tgraph op NAME --help`). */
+    void (*print_help)(FILE *f, int argc, char **argv);
 } tg_cli_cmd;
 
 extern const tg_cli_cmd tg_cmd_train;

@@ -1,7 +1,8 @@
 /*
  * cmd_gradcheck.c - `tgraph gradcheck`: a layer in float64 with random,
- * perturbed parameters and random inputs, or a single op (tools/op_table.h)
- * on given or random inputs; every gradient against central differences.
+ * perturbed parameters and random inputs, or a single op of the registry
+ * (ops/registry.h) on given or random inputs; every gradient against central
+ * differences.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
-#include "op_table.h"
+#include "tgraph.h"
 
 /* The inputs of a single op, in order: a file or a shape to fill at random. */
 typedef struct {
@@ -67,8 +68,7 @@ static int op_input(const tg_op_call *call, const op_sources *src, int i, tg_ten
         int rank = 0;
         int64_t shape[TG_MAX_RANK];
         if (parse_shape(src->text[i], &rank, shape)) return 2;
-        tg_dtype dt = spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET ? TG_I64
-                    : spec->kind == TG_OP_IN_MASK ? TG_BOOL : TG_F64;
+        tg_dtype dt = tg_op_input_dtype(op, i);
         if (!(t[i] = tg_tensor_new(dt, rank, shape)))
             return tg_cli_fail("gradcheck", "%s: --shape %s: %s", op->name, src->text[i],
                                tg_last_error());
@@ -135,8 +135,15 @@ static int op_gradcheck(const tg_op_def *op, tg_config *cfg, op_sources *src, in
     }
     tg_rng rng;
     tg_rng_seed(&rng, (uint64_t)seed);
-    for (int i = 0; i < src->n; i++)
-        if (op_input(&call, src, i, t, &rng)) goto done;
+    /* in order, except that random int64 indices before the first float input
+     * (embedding's ids) wait for it: their rule reads it */
+    int first_float = 0;
+    while (first_float < src->n && tg_op_input_dtype(op, first_float) != TG_F64) first_float++;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < src->n; i++) {
+            bool later = !src->is_file[i] && i < first_float && tg_op_input_dtype(op, i) == TG_I64;
+            if (later == (pass == 1) && op_input(&call, src, i, t, &rng)) goto done;
+        }
     if (!(g = tg_graph_new(TG_F64)) || tg_op_make_inputs(g, op, t, src->n, true, in)) {
         rc = tg_cli_fail("gradcheck", "%s: %s", op->name, tg_last_error());
         goto done;

@@ -1,5 +1,5 @@
 /*
- * cmd_op.c - `tgraph op`: one op (tools/op_table.h) on .npy files, with its
+ * cmd_op.c - `tgraph op`: one op of the registry (ops/registry.h) on .npy files, with its
  * gradients: the op's result and d sum_j(out_j * grad_output_j) for every
  * float input, so any op can be compared with PyTorch from the shell.
  *
@@ -13,8 +13,11 @@
 
 #include "args.h"
 #include "cli.h"
-#include "op_table.h"
 #include "outputs.h"
+#include "tgraph.h"
+
+static void print_man(FILE *f);
+static void print_markdown(FILE *f);
 
 typedef struct {
     const char *path[TG_OP_MAX_OUTPUTS];
@@ -120,7 +123,13 @@ static int run(int argc, char **argv)
     int rc = 2;
     if (!cfg) return tg_cli_fail("op", "out of memory");
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--in")) {
+        if (!strcmp(arg, "--man") || !strcmp(arg, "--markdown")) {
+            /* hidden: the op list for the man page / as Markdown */
+            if (!strcmp(arg, "--man")) print_man(stdout);
+            else print_markdown(stdout);
+            rc = 0;
+            goto done;
+        } else if (!strcmp(arg, "--in")) {
             if (add_file(&a, &ins, TG_OP_MAX_INPUTS)) goto done;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
             if (add_file(&a, &outs, TG_OP_MAX_OUTPUTS)) goto done;
@@ -272,216 +281,175 @@ done:
     return rc;
 }
 
-/* The help lists every op of tools/op_table.c with its attributes, defaults,
- * inputs and example (tests/test_cli_op.c checks that every op and attribute
- * of the table appears). That takes more than the 4095 bytes C guarantees for
- * one string literal; GCC and Clang take any length (__extension__ says so to
- * -pedantic). */
-#if defined(__GNUC__)
-#define LONG_STRING __extension__
-#else
-#define LONG_STRING
-#endif
+/* ---- help, all from the registry (ops/registry.h) ---- */
+
+static const char usage_text[] =
+    "usage: tgraph op NAME [ATTR=VALUE]... --in FILE.npy [--in FILE.npy]...\n"
+    "                 --out FILE.npy [--out FILE.npy]...\n"
+    "                 [--grad-output FILE.npy]... [--grad FILE.npy]...\n"
+    "       tgraph op NAME --help     (the op's inputs, attributes and an example)\n\n"
+    "Runs one op on .npy files (float32/float64, int64 indices, bool masks) and writes\n"
+    "its outputs. NAME and ATTR are PyTorch's / einops' names; VALUE is an integer, a\n"
+    "float (inf, -inf, nan), true/false, null (None), a list [2,3] or a string (quote\n"
+    "it for the shell: 'equation=blhe,bshe->bhls'). The graph is float64 when any float\n"
+    "input is, float32 otherwise; 0-d tensors stay 0-d.\n"
+    "  --in           the tensor arguments in PyTorch's positional order; 'null' stands\n"
+    "                 for an omitted optional one (layer_norm x null bias)\n"
+    "  --out          the outputs in order (topk: values, then int64 indices; split: each\n"
+    "                 piece)\n"
+    "  --grad-output  dy for each float output, in order; then\n"
+    "  --grad         receives d sum(out * dy) for each float input that takes a\n"
+    "                 gradient, in order (mse_loss: both; cross_entropy: not weight)\n"
+    "One --out or --grad may be - (stdout); an output that is one of the input files\n"
+    "is refused before anything is written.\n"
+    "Bad attributes, files, shapes or patterns: exit status 2 and one line on stderr.\n";
+
+static int n_inputs(const tg_op_def *op)
+{
+    int n = 0;
+    while (n < (int)(sizeof op->inputs / sizeof *op->inputs) && op->inputs[n].name) n++;
+    return n;
+}
+
+static int n_attrs(const tg_op_def *op)
+{
+    int n = 0;
+    while (n < TG_OP_MAX_ATTRS && op->attrs[n].name) n++;
+    return n;
+}
+
+/* `tgraph op --help`: the options and every op with its summary. */
+static void print_list(FILE *f)
+{
+    fputs(usage_text, f);
+    fputs("\nops (tgraph op NAME --help for one in full):\n", f);
+    for (int i = 0; i < tg_op_count(); i++)
+        fprintf(f, "  %-14s %s\n", tg_op_at(i)->name, tg_op_at(i)->summary);
+    fputs("\nsee also: tgraph gradcheck OP [ATTR=VALUE]... (one op against central differences)\n",
+          f);
+}
+
+/* `tgraph op NAME --help`: its inputs, attributes, outputs, gradient, example. */
+static void print_op(FILE *f, const tg_op_def *op)
+{
+    int n_in = n_inputs(op), n_at = n_attrs(op);
+    fprintf(f, "tgraph op %s: %s\n\ninputs (--in, in order; [optional]; ... repeats):\n",
+            op->name, op->summary);
+    if (!n_in) fputs("  none\n", f);
+    for (int i = 0; i < n_in; i++) {
+        const tg_op_input *in = &op->inputs[i];
+        bool opt = i >= op->n_required, rep = op->variadic && i == n_in - 1;
+        int w = (int)strlen(in->name) + (opt ? 2 : 0) + (rep ? 3 : 0);
+        fprintf(f, "  %s%s%s%s%*s%s\n", opt ? "[" : "", in->name, opt ? "]" : "",
+                rep ? "..." : "", w < 15 ? 16 - w : 1, "", tg_op_input_kind_name(in->kind));
+    }
+    fputs("attributes (NAME=TYPE: required; NAME=DEFAULT: optional):\n", f);
+    if (!n_at && !op->axis_lengths) fputs("  none\n", f);
+    for (int i = 0; i < n_at; i++) {
+        const tg_op_attr *a = &op->attrs[i];
+        const char *type = tg_op_attr_type_name(a->type);
+        int w = fprintf(f, "  %s=%s", a->name, a->def ? a->def : type);
+        fprintf(f, "%*s %s%s%s; %s\n", w < 26 ? 26 - w : 0, "", type, a->nullable ? " or null" : "",
+                a->def ? "" : ", required", a->doc ? a->doc : "");
+    }
+    if (op->axis_lengths) fprintf(f, "  NAME=INT%*s an axis length of the pattern\n", 16, "");
+    if (op->n_out < 0) fputs("outputs: one --out per piece (decided by the attributes)\n", f);
+    else fprintf(f, "outputs: %d --out file%s\n", op->n_out, op->n_out == 1 ? "" : "s");
+    if (op->no_grad) fprintf(f, "gradient: none (%s)\n", op->no_grad);
+    else fprintf(f, "gradient: to each float input that takes one (--grad-output/--grad)\n");
+    if (op->notes) fprintf(f, "%s\n", op->notes);
+    fprintf(f, "e.g. tgraph op %s\n", op->example);
+}
+
+/* main.c's --help: argv[0] is "op"; the first argument naming an op selects it. */
+static void print_help(FILE *f, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const tg_op_def *op = argv[i][0] != '-' ? tg_op_find(argv[i]) : NULL;
+        if (op) {
+            print_op(f, op);
+            return;
+        }
+    }
+    print_list(f);
+}
+
+/* Text for roff: backslashes and dashes escaped, no control character at a
+ * line's start. */
+static void roff(FILE *f, const char *s)
+{
+    if (*s == '.' || *s == '\'') fputs("\\&", f);
+    for (; *s; s++) {
+        if (*s == '\\') fputs("\\e", f);
+        else if (*s == '-') fputs("\\-", f);
+        else fputc(*s, f);
+    }
+}
+
+/* `tgraph op --man`: the OPS section make puts at tools/tgraph.1's @OPS@ line
+ * (build/tgraph.1, the installed page; tests/test_registry.c checks it). */
+static void print_man(FILE *f)
+{
+    fputs(".SH OPS\n"
+          "The ops of\n.B tgraph op\nand\n.BR \"tgraph gradcheck\" ,\n"
+          "with their inputs (in order; [optional]; ... repeats) and attributes\n"
+          "(NAME=TYPE: required; NAME=DEFAULT: optional);\n"
+          ".B tgraph op NAME \\-\\-help\nexplains each attribute.\n", f);
+    for (int i = 0; i < tg_op_count(); i++) {
+        const tg_op_def *op = tg_op_at(i);
+        int n_in = n_inputs(op), n_at = n_attrs(op);
+        fputs(".TP\n.B ", f);
+        roff(f, op->name);
+        fputs("\n", f);
+        roff(f, op->summary);
+        fputs(".\n.br\ninputs: ", f);
+        if (!n_in) fputs("none", f);
+        for (int k = 0; k < n_in; k++) {
+            bool opt = k >= op->n_required, rep = op->variadic && k == n_in - 1;
+            fprintf(f, "%s%s", k ? ", " : "", opt ? "[" : "");
+            roff(f, op->inputs[k].name);
+            fprintf(f, "%s%s (%s)", opt ? "]" : "", rep ? "..." : "",
+                    tg_op_input_kind_name(op->inputs[k].kind));
+        }
+        fputs("; attributes: ", f);
+        if (!n_at && !op->axis_lengths) fputs("none", f);
+        for (int k = 0; k < n_at; k++) {
+            const tg_op_attr *a = &op->attrs[k];
+            fprintf(f, "%s", k ? ", " : "");
+            roff(f, a->name);
+            fputs("=", f);
+            roff(f, a->def ? a->def : tg_op_attr_type_name(a->type));
+        }
+        if (op->axis_lengths) fputs(", NAME=INT axis lengths", f);
+        fputs(op->no_grad ? "; no gradient.\n" : ".\n", f);
+    }
+}
+
+/* `tgraph op --markdown`: the op list as a Markdown table (for docs). */
+static void print_markdown(FILE *f)
+{
+    fputs("| op | what (PyTorch / einops) | inputs | attributes |\n|---|---|---|---|\n", f);
+    for (int i = 0; i < tg_op_count(); i++) {
+        const tg_op_def *op = tg_op_at(i);
+        int n_in = n_inputs(op), n_at = n_attrs(op);
+        fprintf(f, "| `%s` | `%s` | ", op->name, op->summary);
+        for (int k = 0; k < n_in; k++)
+            fprintf(f, "%s%s%s%s%s", k ? ", " : "", k >= op->n_required ? "[" : "",
+                    op->inputs[k].name, k >= op->n_required ? "]" : "",
+                    op->variadic && k == n_in - 1 ? "..." : "");
+        fputs(n_in ? " | " : "none | ", f);
+        for (int k = 0; k < n_at; k++)
+            fprintf(f, "%s`%s=%s`", k ? ", " : "", op->attrs[k].name,
+                    op->attrs[k].def ? op->attrs[k].def : tg_op_attr_type_name(op->attrs[k].type));
+        if (op->axis_lengths) fputs(", `NAME=INT` axis lengths", f);
+        fputs(!n_at && !op->axis_lengths ? "none |\n" : " |\n", f);
+    }
+}
 
 const tg_cli_cmd tg_cmd_op = {
     .name = "op",
     .summary = "run one op (einsum, softmax, topk, ...) on .npy files; write outputs and grads",
-    .help = LONG_STRING
-        "usage: tgraph op NAME [ATTR=VALUE]... --in FILE.npy [--in FILE.npy]...\n"
-        "                 --out FILE.npy [--out FILE.npy]...\n"
-        "                 [--grad-output FILE.npy]... [--grad FILE.npy]...\n\n"
-        "Runs one op on .npy files (float32/float64, int64 indices, bool masks) and writes\n"
-        "its outputs. NAME and ATTR are PyTorch's / einops' names; VALUE is an integer, a\n"
-        "float (inf, -inf, nan), true/false, null (None), a list [2,3] or a string (quote\n"
-        "it for the shell: 'equation=blhe,bshe->bhls'). The graph is float64 when any float\n"
-        "input is, float32 otherwise; 0-d tensors stay 0-d.\n"
-        "  --in           the tensor arguments in PyTorch's positional order; 'null' stands\n"
-        "                 for an omitted optional one (layer_norm x null bias)\n"
-        "  --out          the outputs in order (topk: values, then int64 indices; split: each\n"
-        "                 piece)\n"
-        "  --grad-output  dy for each float output, in order; then\n"
-        "  --grad         receives d sum(out * dy) for each float input that takes a\n"
-        "                 gradient, in order (mse_loss: both; cross_entropy: not weight)\n"
-        "One --out or --grad may be - (stdout); an output that is one of the input files\n"
-        "is refused before anything is written.\n"
-        "Bad attributes, files, shapes or patterns: exit status 2 and one line on stderr.\n\n"
-        "ops (ATTR=TYPE: required; ATTR=value: the default; [optional input]; ... repeats):\n"
-        "  einsum         torch.einsum(equation, *operands)\n"
-        "       equation=STR\n"
-        "       --in: operands...\n"
-        "       e.g. tgraph op einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out"
-        " s.npy\n"
-        "  softmax        torch.softmax(input, dim)\n"
-        "       dim=INT\n"
-        "       --in: input\n"
-        "       e.g. tgraph op softmax dim=-1 --in x.npy --out y.npy --grad-output dy.npy --grad"
-        " dx.npy\n"
-        "  log_softmax    torch.log_softmax(input, dim)\n"
-        "       dim=INT\n"
-        "       --in: input\n"
-        "       e.g. tgraph op log_softmax dim=1 --in x.npy --out y.npy\n"
-        "  softmax_scaled softmax(scale * input, dim) in one op (tgraph)\n"
-        "       dim=INT, scale=FLOAT\n"
-        "       --in: input\n"
-        "       e.g. tgraph op softmax_scaled dim=-1 scale=0.125 --in x.npy --out y.npy\n"
-        "  sdpa           F.scaled_dot_product_attention on [B, L, H, E] (TSL's layout; tgraph)\n"
-        "       is_causal=false, scale=null (1/sqrt(E)), dropout_p=0.0, seed=0\n"
-        "       --in: query [B, L, H, E], key [B, S, H, E], value [B, S, H, D] -> [B, L, H, D]\n"
-        "       is_causal needs L == S. dropout_p > 0 drops attention weights on every run, as\n"
-        "       PyTorch's function does (there is no eval mode here); seed= seeds the mask\n"
-        "       e.g. tgraph op sdpa is_causal=true --in q.npy --in k.npy --in v.npy --out y.npy\n"
-        "  topk           torch.topk(input, k, dim, largest, sorted) -> values, int64 indices\n"
-        "       k=INT, dim=-1, largest=true, sorted=true\n"
-        "       --in: input\n"
-        "       e.g. tgraph op topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy\n"
-        "  gather         torch.gather(input, dim, index)\n"
-        "       dim=INT\n"
-        "       --in: input, index (int64)\n"
-        "       e.g. tgraph op gather dim=1 --in x.npy --in i.npy --out y.npy\n"
-        "  scatter        torch.scatter(input, dim, index, src) or (input, dim, index, value=)\n"
-        "       dim=INT, value=null\n"
-        "       --in: input, index (int64), [src]\n"
-        "       e.g. tgraph op scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy\n"
-        "  scatter_add    torch.scatter_add(input, dim, index, src)\n"
-        "       dim=INT\n"
-        "       --in: input, index (int64), src\n"
-        "       e.g. tgraph op scatter_add dim=0 --in x.npy --in i.npy --in src.npy --out y.npy\n"
-        "  rearrange      einops.rearrange(tensor, pattern, **axes_lengths)\n"
-        "       pattern=STR, NAME=INT axis lengths\n"
-        "       --in: tensor (any dtype)\n"
-        "       e.g. tgraph op rearrange 'pattern=(b ts_d) seg d -> b ts_d seg d' b=2 --in x.npy"
-        " --out y.npy\n"
-        "  repeat         einops.repeat(tensor, pattern, **axes_lengths)\n"
-        "       pattern=STR, NAME=INT axis lengths\n"
-        "       --in: tensor (any dtype)\n"
-        "       e.g. tgraph op repeat 'pattern=seg f d -> (repeat seg) f d' repeat=2 --in x.npy"
-        " --out y.npy\n"
-        "  reduce         einops.reduce(tensor, pattern, reduction, **axes_lengths)\n"
-        "       pattern=STR, reduction=STR, NAME=INT axis lengths\n"
-        "       --in: tensor\n"
-        "       e.g. tgraph op reduce 'pattern=b (h 2) w -> b h' reduction=max --in x.npy --out"
-        " y.npy\n"
-        "  linear         F.linear(input, weight, bias=None)\n"
-        "       no attributes\n"
-        "       --in: input, weight, [bias]\n"
-        "       e.g. tgraph op linear --in x.npy --in w.npy --in b.npy --out y.npy\n"
-        "  layer_norm     F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)\n"
-        "       normalized_shape=[INT,...], eps=1e-5\n"
-        "       --in: input, [weight], [bias]\n"
-        "       e.g. tgraph op layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy"
-        " --out y.npy\n"
-        "  gelu           F.gelu(input, approximate='none')\n"
-        "       approximate=none\n"
-        "       --in: input\n"
-        "       e.g. tgraph op gelu approximate=tanh --in x.npy --out y.npy\n"
-        "  relu           torch.relu(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op relu --in x.npy --out y.npy\n"
-        "  dropout        F.dropout(input, p=0.5, training=True); seed= seeds the mask (tgraph)\n"
-        "       p=0.5, training=true, seed=0\n"
-        "       --in: input\n"
-        "       e.g. tgraph op dropout p=0.1 seed=7 --in x.npy --out y.npy\n"
-        "  masked_fill    Tensor.masked_fill(mask, value); value= or a 0-d value tensor\n"
-        "       value=null\n"
-        "       --in: input, mask (bool), [value]\n"
-        "       e.g. tgraph op masked_fill value=-inf --in x.npy --in mask.npy --out y.npy\n"
-        "  causal_mask    TriangularCausalMask(B, L): bool [B, 1, L, L], true where s > l"
-        " (tgraph)\n"
-        "       B=INT, L=INT\n"
-        "       --in: none\n"
-        "       e.g. tgraph op causal_mask B=2 L=4 --out mask.npy\n"
-        "  mse_loss       F.mse_loss(input, target, reduction='mean')\n"
-        "       reduction=mean\n"
-        "       --in: input, target\n"
-        "       e.g. tgraph op mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy\n"
-        "  cross_entropy  F.cross_entropy(input, target, weight=None, ...) on logits\n"
-        "       ignore_index=-100, reduction=mean, label_smoothing=0.0\n"
-        "       --in: input, target (int64 or float), [weight (float, no grad)]\n"
-        "       e.g. tgraph op cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out"
-        " loss.npy\n"
-        "  cat            torch.cat(tensors, dim=0) (also: concat)\n"
-        "       dim=0\n"
-        "       --in: tensors (any dtype)...\n"
-        "       e.g. tgraph op cat dim=-1 --in a.npy --in b.npy --out y.npy\n"
-        "  split          torch.split(tensor, split_size_or_sections, dim=0) -> one --out per"
-        " piece\n"
-        "       split_size_or_sections=[INT,...], dim=0\n"
-        "       --in: tensor (any dtype)\n"
-        "       e.g. tgraph op split split_size_or_sections=[2,5] dim=-1 --in x.npy --out a.npy"
-        " --out b.npy\n"
-        "  narrow         torch.narrow(input, dim, start, length)\n"
-        "       dim=INT, start=INT, length=INT\n"
-        "       --in: input (any dtype)\n"
-        "       e.g. tgraph op narrow dim=1 start=1 length=3 --in x.npy --out y.npy\n"
-        "  slice          input[..., start:end:step] along dim (aten::slice)\n"
-        "       dim=0, start=null, end=null, step=1\n"
-        "       --in: input (any dtype)\n"
-        "       e.g. tgraph op slice dim=1 start=1 end=8 step=3 --in x.npy --out y.npy\n"
-        "  index_select   torch.index_select(input, dim, index)\n"
-        "       dim=INT\n"
-        "       --in: input (any dtype), index (int64)\n"
-        "       e.g. tgraph op index_select dim=0 --in x.npy --in i.npy --out y.npy\n"
-        "  exp            torch.exp(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op exp --in x.npy --out y.npy\n"
-        "  log            torch.log(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op log --in x.npy --out y.npy\n"
-        "  sqrt           torch.sqrt(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op sqrt --in x.npy --out y.npy\n"
-        "  square         torch.square(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op square --in x.npy --out y.npy\n"
-        "  neg            torch.neg(input)\n"
-        "       no attributes\n"
-        "       --in: input\n"
-        "       e.g. tgraph op neg --in x.npy --out y.npy\n"
-        "  scale          scale * input (tgraph)\n"
-        "       scale=FLOAT\n"
-        "       --in: input\n"
-        "       e.g. tgraph op scale scale=2.5 --in x.npy --out y.npy\n"
-        "  add            torch.add(input, other, alpha=1); other a tensor or a number\n"
-        "       other=null, alpha=1\n"
-        "       --in: input, [other]\n"
-        "       e.g. tgraph op add --in a.npy --in b.npy --out y.npy\n"
-        "  sub            torch.sub(input, other, alpha=1); other a tensor or a number\n"
-        "       other=null, alpha=1\n"
-        "       --in: input, [other]\n"
-        "       e.g. tgraph op sub alpha=2 --in a.npy --in b.npy --out y.npy\n"
-        "  mul            torch.mul(input, other); other a tensor or a number\n"
-        "       other=null\n"
-        "       --in: input, [other]\n"
-        "       e.g. tgraph op mul other=2.5 --in x.npy --out y.npy\n"
-        "  div            torch.div(input, other); other a tensor or a number\n"
-        "       other=null\n"
-        "       --in: input, [other]\n"
-        "       e.g. tgraph op div --in a.npy --in b.npy --out y.npy\n"
-        "  sum            torch.sum(input, dim=None, keepdim=False)\n"
-        "       dim=null, keepdim=false\n"
-        "       --in: input\n"
-        "       e.g. tgraph op sum dim=[0,2] --in x.npy --out y.npy\n"
-        "  mean           torch.mean(input, dim=None, keepdim=False)\n"
-        "       dim=null, keepdim=false\n"
-        "       --in: input\n"
-        "       e.g. tgraph op mean dim=1 keepdim=true --in x.npy --out y.npy\n"
-        "  permute        torch.permute(input, dims)\n"
-        "       dims=[INT,...]\n"
-        "       --in: input (any dtype)\n"
-        "       e.g. tgraph op permute dims=[2,0,1] --in x.npy --out y.npy\n"
-        "  transpose      torch.transpose(input, dim0, dim1)\n"
-        "       dim0=INT, dim1=INT\n"
-        "       --in: input (any dtype)\n"
-        "       e.g. tgraph op transpose dim0=0 dim1=1 --in x.npy --out y.npy\n"
-        "  reshape        torch.reshape(input, shape); one dim may be -1\n"
-        "       shape=[INT,...]\n"
-        "       --in: input (any dtype)\n"
-        "       e.g. tgraph op reshape shape=[-1,5,8] --in x.npy --out y.npy\n"
-        "\nsee also: tgraph gradcheck OP [ATTR=VALUE]... (one op against central differences)\n",
+    .help = usage_text,
     .run = run,
+    .print_help = print_help,
 };

@@ -32,6 +32,16 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 }
 
+static void help(const tg_cli_cmd *c, int argc, char **argv)
+{
+    if (c->print_help) {
+        c->print_help(stdout, argc, argv);
+        return;
+    }
+    fputs(c->help, stdout);
+    if (c->help_more) fputs(c->help_more, stdout);
+}
+
 static const tg_cli_cmd *find(const char *name)
 {
     for (int i = 0; i < N_COMMANDS; i++)
@@ -64,8 +74,7 @@ static int dispatch(int argc, char **argv)
             fprintf(stderr, "tgraph: unknown command '%s' (see tgraph --help)\n", argv[2]);
             return 2;
         }
-        fputs(c->help, stdout);
-        if (c->help_more) fputs(c->help_more, stdout);
+        help(c, argc - 2, argv + 2);
         return 0;
     }
     const tg_cli_cmd *c = find(cmd);
@@ -75,8 +84,7 @@ static int dispatch(int argc, char **argv)
     }
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(c->help, stdout);
-            if (c->help_more) fputs(c->help_more, stdout);
+            help(c, argc - 1, argv + 1);
             return 0;
         }
     return c->run(argc - 1, argv + 1);

@@ -1,26 +1,50 @@
 /*
- * op_table.h - every op of ops/ by its PyTorch/einops name, as data: its
- * attributes (PyTorch's/einops' argument names, types, defaults), its tensor
- * inputs in PyTorch's positional order, its outputs, and a glue function that
- * calls the builder. `tgraph op` and `tgraph gradcheck OP` read it; nothing in
- * the library does.
+ * registry.h - the one op registry: every op of ops/ by its PyTorch/einops
+ * name, as data: its attributes (PyTorch's/einops' argument names, types,
+ * defaults, one line of doc each), its tensor inputs in PyTorch's positional
+ * order with their dtypes, its outputs, whether it has a gradient, and a glue
+ * function that calls the builder. Each op family declares its ops once, after
+ * its builders, in its own file in ops/; ops/registry.c lists the families.
+ * `tgraph op`, its help, the man page's op list, `tgraph gradcheck OP` and the
+ * op-completeness test (tests/test_registry.c) all read it; a C program can
+ * call any op by name through it too:
  *
  *     const tg_op_def *op = tg_op_find("topk");
  *     tg_op_call call;
  *     tg_op_call_init(&call, op, cfg);          // cfg: k=3 dim=-1 (value.h)
- *     ... create the input nodes, then
+ *     ... create the input nodes (tg_op_make_inputs), then
  *     tg_op_build(g, &call, in, n_in, out, TG_OP_MAX_OUTPUTS, &n_out);
  *     tg_op_call_free(&call);
  *
- * The table and the per-op glue are in op_table.c, the functions below in
- * op_call.c. It is not a general dispatcher: attributes PyTorch has but
- * tgraph does not implement (scatter's reduce=, div's rounding_mode=) are
- * unknown attributes.
+ * The functions below are in ops/op_call.c and ops/registry.c. It is not a
+ * general dispatcher: attributes PyTorch has but tgraph does not implement
+ * (scatter's reduce=, div's rounding_mode=) are unknown attributes.
+ *
+ * Adding an op: its builder, and after it in the same file a row
+ * `{"name", "torch.name(...)", {attrs}, ...}` in the family's array
+ * (`const tg_op_def tg__FAMILY_ops[]`, ended by {0}) with its glue, its
+ * descriptor, a gradcheck and a bad-input case; a new family is one
+ * X(FAMILY) line in ops/registry.c. Its PyTorch fixture goes to
+ * tests/fixtures/ops/NAME/ (see tests/test_registry.c).
  */
-#ifndef TG_OP_TABLE_H
-#define TG_OP_TABLE_H
+#ifndef TG_REGISTRY_H
+#define TG_REGISTRY_H
 
-#include "tgraph.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "einops.h"
+#include "error.h"
+#include "graph.h"
+#include "op.h"
+#include "rng.h"
+#include "tensor.h"
+#include "value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define TG_OP_MAX_ATTRS   8    /* attributes of one op */
 #define TG_OP_MAX_AXES    32   /* einops axis lengths (b=2) */
@@ -42,6 +66,7 @@ typedef struct tg_op_attr {
     const char     *def;       /* default in the value language ("-1", "null", "'mean'");
                                   NULL: required */
     bool            nullable;  /* accepts null (None) */
+    const char     *doc;       /* one line for `tgraph op NAME --help` */
 } tg_op_attr;
 
 typedef enum tg_op_input_kind {
@@ -72,7 +97,7 @@ typedef struct tg_op_call tg_op_call;
 
 typedef struct tg_op_def {
     const char  *name;           /* "einsum", "log_softmax", ... */
-    const char  *summary;        /* one line */
+    const char  *summary;        /* its PyTorch / einops equivalent, one line */
     tg_op_attr   attrs[TG_OP_MAX_ATTRS];
     bool         axis_lengths;   /* einops: other NAME=INT attributes are axis lengths */
     tg_op_input  inputs[6];      /* positional tensor inputs */
@@ -83,10 +108,27 @@ typedef struct tg_op_def {
      * the outputs and their count. Errors go onto the graph (tg_graph_fail). */
     tg_status (*build)(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
                        tg_node **out, int *n_out);
-    /* Fill int64 input i of gradcheck from the earlier inputs (NULL: needs a file). */
+    /* Fill int64 input i of gradcheck from the others (NULL: needs a file);
+     * float inputs are drawn first when an index comes before them (embedding). */
     tg_status (*gen_index)(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
                            tg_rng *rng);
     const char  *example;        /* arguments after `tgraph op` */
+    /* The descriptor of the node the op builds (for a composite op, the one
+     * that carries its gradient: split -> slice); tg_op_has_backward reads
+     * its backward. NULL only for an op without gradient. */
+    const tg_op *desc;
+    /* NULL: a gradient flows to every float input that takes one. Otherwise
+     * why none does ("a bool output"), and the op is exempt from gradcheck. */
+    const char  *no_grad;
+    /* The op's own test cases, run by tests/test_registry.c: `check` a
+     * gradcheck in float64 (NULL only with no_grad), `bad` a call that must
+     * fail with a message naming the op, an attribute or an input. Both are
+     * ';'-separated ATTR=VALUE items and input shapes in order ("dim=1;
+     * [3,4];i64[3,2]"), a shape with an optional dtype (f64, i64, bool;
+     * default: the input's kind); inputs are drawn by tg_op_random_input. */
+    const char  *check;
+    const char  *bad;
+    const char  *notes;          /* more help lines, or NULL */
 } tg_op_def;
 
 /* The resolved attributes of one call: every attribute given or defaulted. */
@@ -97,11 +139,17 @@ struct tg_op_call {
     tg_axis_len      axes[TG_OP_MAX_AXES];    /* einops axis lengths (names owned) */
 };
 
+/* The registry, in the order of ops/registry.c's families. */
 int              tg_op_count(void);
 const tg_op_def *tg_op_at(int i);
 const tg_op_def *tg_op_find(const char *name);   /* NULL if unknown ("concat" = "cat") */
-/* "einsum, softmax, ..." (every op name) into buf. */
+/* "einsum, softmax, ..." (every op name) into buf (cut short if it does not fit). */
 void tg_op_names(char *buf, size_t len);
+/* Does a gradient flow through the op (its descriptor has a backward or is a view)? */
+bool tg_op_has_backward(const tg_op_def *op);
+/* The name of a type / input kind for help texts ("INT", "int64"). */
+const char *tg_op_attr_type_name(tg_op_attr_type t);
+const char *tg_op_input_kind_name(tg_op_input_kind k);
 /* "dim, k, largest, sorted" (op's attribute names; "none" when it has none). */
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len);
 
@@ -137,10 +185,19 @@ tg_status tg_op_make_inputs(tg_graph *g, const tg_op_def *op, tg_tensor *const *
 tg_status tg_op_build(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
                       tg_node **out, int max_out, int *n_out);
 
+/* The dtype of a random input i (int64 indices and targets, bool masks, else
+ * float64). */
+tg_dtype tg_op_input_dtype(const tg_op_def *op, int i);
+
 /* Fill t (already shaped; dtype per the input's kind) at random for
  * gradcheck: floats per the input's gen rule, masks Bernoulli(0.3), int64 by
- * the op's gen_index rule (an error naming the input when there is none). */
+ * the op's gen_index rule (an error naming the input when there is none),
+ * which reads the other inputs in[] (fill the float ones first). */
 tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const *in,
                              tg_tensor *t, tg_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,32 +1,90 @@
 /*
- * op_call.c - using the op table (tools/op_table.h): finding an op, resolving
- * its attributes from KEY=VALUE items, checking and creating its inputs,
- * building it, and drawing random inputs for gradcheck. The table itself and
- * the per-op glue are in op_table.c.
+ * op_call.c - calling any op of the registry (ops/registry.h) by name:
+ * resolving its attributes from KEY=VALUE items, checking and creating its
+ * inputs, building it, and drawing random inputs for gradcheck; and the
+ * attribute readers the glue in each op file uses (registry_internal.h). The
+ * list of ops is ops/registry.c; each op's row and glue are in its op file.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "op_table.h"
+#include "registry_internal.h"
 
-const tg_op_def *tg_op_find(const char *name)
+/* ---- reading resolved attributes (types were checked by tg_op_call_init) ---- */
+
+const tg_value *tg__op_attr(const tg_op_call *c, const char *name)
 {
-    if (!name) return NULL;
-    if (!strcmp(name, "concat")) name = "cat";
-    for (int i = 0; i < tg_op_count(); i++)
-        if (!strcmp(tg_op_at(i)->name, name)) return tg_op_at(i);
-    return NULL;
+    for (int i = 0; i < TG_OP_MAX_ATTRS && c->op->attrs[i].name; i++)
+        if (!strcmp(c->op->attrs[i].name, name)) return &c->attr[i];
+    return NULL;   /* a glue/table mismatch; the getters then read 0 */
 }
 
-void tg_op_names(char *buf, size_t len)
+bool tg__op_is_null(const tg_op_call *c, const char *name)
 {
-    size_t at = 0;
-    if (!len) return;
-    buf[0] = '\0';
-    for (int i = 0; i < tg_op_count() && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", tg_op_at(i)->name);
+    const tg_value *v = tg__op_attr(c, name);
+    return !v || v->kind == TG_VALUE_NULL;
+}
+
+int64_t tg__op_int(const tg_op_call *c, const char *name)
+{
+    const tg_value *v = tg__op_attr(c, name);
+    return v && v->kind == TG_VALUE_INT ? v->i : 0;
+}
+
+double tg__op_f(const tg_op_call *c, const char *name)
+{
+    const tg_value *v = tg__op_attr(c, name);
+    return !v ? 0 : v->kind == TG_VALUE_INT ? (double)v->i : v->f;
+}
+
+bool tg__op_bool(const tg_op_call *c, const char *name)
+{
+    const tg_value *v = tg__op_attr(c, name);
+    return v && v->kind == TG_VALUE_BOOL && v->b;
+}
+
+const char *tg__op_str(const tg_op_call *c, const char *name)
+{
+    const tg_value *v = tg__op_attr(c, name);
+    return v && v->kind == TG_VALUE_STRING && v->s ? v->s : "";
+}
+
+/* Put tg_last_error() on the graph, prefixed with the op's name unless it has it. */
+tg_status tg__op_fail_last(tg_graph *g, const tg_op_call *c)
+{
+    const char *msg = tg_last_error();
+    size_t n = strlen(c->op->name);
+    if (!strncmp(msg, c->op->name, n) && msg[n] == ':') tg_graph_fail(g, "%s", msg);
+    else tg_graph_fail(g, "%s: %s", c->op->name, msg);
+    return TG_ERR_INVALID;
+}
+
+/* An int list attribute into out[0..max); -1 (graph error) when longer. */
+int tg__op_list(tg_graph *g, const tg_op_call *c, const char *name, int64_t *out, int max)
+{
+    const tg_value *v = tg__op_attr(c, name);
+    int n = 0;
+    if (!v || v->kind == TG_VALUE_NULL) return 0;
+    if (tg_value_as_int_list(v, name, out, max, &n)) {
+        tg__op_fail_last(g, c);
+        return -1;
+    }
+    return n;
+}
+
+/* A dim attribute as the builders' int; a value no int holds cannot be a dim. */
+bool tg__op_dim(tg_graph *g, const tg_op_call *c, const char *name, int *out)
+{
+    int64_t d = tg__op_int(c, name);
+    if (d < INT_MIN || d > INT_MAX) {
+        tg_graph_fail(g, "%s: Dimension out of range (%s=%lld)", c->op->name, name, (long long)d);
+        return false;
+    }
+    *out = (int)d;
+    return true;
 }
 
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
@@ -38,6 +96,11 @@ void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
         at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", op->attrs[i].name);
     if (op->axis_lengths && at < len)
         snprintf(buf + at, len - at, ", and axis lengths NAME=INT");
+}
+
+tg_status tg__op_reduction(tg_graph *g, const tg_op_call *c, tg_reduction *r)
+{
+    return tg_reduction_parse(tg__op_str(c, "reduction"), r) ? tg__op_fail_last(g, c) : TG_OK;
 }
 
 /* ---- resolving attributes ---- */
@@ -310,7 +373,8 @@ tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const 
         if (!c->op->gen_index)
             return tg_set_error(TG_ERR_INVALID, "%s: %s has no generation rule; give it as a file",
                                 c->op->name, spec->name);
-        if (i == 0 || !in[0] || !tg_dtype_is_float(in[0]->dtype))
+        int f = i == 0 ? 1 : 0;   /* the float input the rule reads (embedding's weight follows) */
+        if (!in[f] || !tg_dtype_is_float(in[f]->dtype))
             return tg_set_error(TG_ERR_INVALID, "%s: %s needs the float input first", c->op->name,
                                 spec->name);
         tg_status st = c->op->gen_index(c, i, in, t, rng);
@@ -328,4 +392,50 @@ tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const 
         tg_tensor_set(t, k, x);
     }
     return TG_OK;
+}
+
+/* ---- gradcheck input rules for int64 inputs ---- */
+
+/* gather/scatter/scatter_add/index_select: values in [0, input.size(dim));
+ * along the index's own `dim` (its only dim when 1-d) a slice of a random
+ * permutation where it fits, so scatter targets are unique; uniform draws
+ * otherwise. */
+tg_status tg__op_gen_along_dim(const tg_op_call *c, int i, const tg_tensor *const *in,
+                               tg_tensor *t, tg_rng *rng)
+{
+    (void)i;
+    const tg_tensor *x = in[0];
+    int64_t dim = tg__op_int(c, "dim");
+    int dx = tg_wrap_dim(dim, x->rank), di = t->rank <= 1 ? 0 : tg_wrap_dim(dim, t->rank);
+    if (dx < 0 || di < 0) return tg_set_error(TG_ERR_INVALID, "dim=%lld is out of range for "
+                                              "the input", (long long)dim);
+    int64_t size = x->rank ? x->shape[dx] : 1, len = t->rank ? t->shape[di] : 1;
+    if (t->numel && size == 0)
+        return tg_set_error(TG_ERR_INVALID, "no index fits an input of size 0 at dim %lld",
+                            (long long)dim);
+    int64_t inner = 1;
+    for (int d = di + 1; d < t->rank; d++) inner *= t->shape[d];
+    int64_t *v = t->data, *perm = malloc((size_t)(size ? size : 1) * sizeof *perm);
+    if (!perm) return tg_set_error(TG_ERR_NOMEM, "out of memory");
+    for (int64_t row = 0; row < (len ? t->numel / len : 0); row++) {
+        for (int64_t k = 0; k < size; k++) perm[k] = k;
+        for (int64_t k = 0; k + 1 < size; k++) {   /* Fisher-Yates */
+            int64_t j = k + (int64_t)tg_rng_below(rng, (uint64_t)(size - k)), tmp = perm[k];
+            perm[k] = perm[j], perm[j] = tmp;
+        }
+        int64_t outer = row / inner, off = row % inner;
+        for (int64_t k = 0; k < len; k++)
+            v[(outer * len + k) * inner + off] =
+                len <= size ? perm[k] : (int64_t)tg_rng_below(rng, (uint64_t)size);
+    }
+    free(perm);
+    return TG_OK;
+}
+
+tg_dtype tg_op_input_dtype(const tg_op_def *op, int i)
+{
+    const tg_op_input *spec = tg_op_input_at(op, i);
+    if (!spec) return TG_F64;
+    return spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET ? TG_I64
+         : spec->kind == TG_OP_IN_MASK ? TG_BOOL : TG_F64;
 }
