@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "registry_internal.h"
 
 /* ---- reading resolved attributes (types were checked by tg_op_call_init) ---- */
@@ -90,7 +91,9 @@ bool tg__op_dim(tg_graph *g, const tg_op_call *c, const char *name, int *out)
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
 {
     size_t at = 0;
+    TG__NONNULL_VOID(buf);
     if (!len) return;
+    TG__NONNULL_VOID(op);
     snprintf(buf, len, "none");
     for (int i = 0; i < TG_OP_MAX_ATTRS && op->attrs[i].name && at < len; i++)
         at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", op->attrs[i].name);
@@ -164,7 +167,9 @@ nomem:
 tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
 {
     char names[512], msg[1024];
+    TG__NONNULL(c, TG_ERR_INVALID);
     memset(c, 0, sizeof *c);
+    TG__NONNULL(op, TG_ERR_INVALID);
     c->op = op;
     tg_op_attr_names(op, names, sizeof names);
     int n_attrs = 0;
@@ -222,6 +227,7 @@ tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
 
 void tg_op_call_free(tg_op_call *c)
 {
+    if (!c) return;   /* NULL is a no-op, as with free() */
     for (int i = 0; i < TG_OP_MAX_ATTRS; i++) tg_value_free(&c->attr[i]);
     for (int i = 0; i < c->n_axes; i++) free((char *)c->axes[i].name);
     c->n_axes = 0;
@@ -238,6 +244,7 @@ static int n_specs(const tg_op_def *op)
 
 const tg_op_input *tg_op_input_at(const tg_op_def *op, int i)
 {
+    TG__NONNULL(op, NULL);
     int n = n_specs(op);
     if (i < 0 || n == 0) return NULL;
     if (i < n) return &op->inputs[i];
@@ -246,6 +253,7 @@ const tg_op_input *tg_op_input_at(const tg_op_def *op, int i)
 
 tg_status tg_op_check_count(const tg_op_def *op, int n_in)
 {
+    TG__NONNULL(op, TG_ERR_INVALID);
     int n = n_specs(op), max = op->variadic ? TG_OP_MAX_INPUTS : n;
     if (op->name && !strcmp(op->name, "einsum")) max = TG_EINSUM_MAX_OPERANDS;
     if (n_in >= op->n_required && n_in <= max) return TG_OK;
@@ -266,6 +274,7 @@ tg_status tg_op_check_count(const tg_op_def *op, int n_in)
 
 tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
 {
+    TG__NONNULL(op, TG_ERR_INVALID);
     const tg_op_input *in = tg_op_input_at(op, i);
     if (!in) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", op->name, i + 1);
     if (!t) {
@@ -304,6 +313,7 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
 
 bool tg_op_input_differentiable(const tg_op_def *op, int i, tg_dtype dt)
 {
+    TG__NONNULL(op, false);
     const tg_op_input *in = tg_op_input_at(op, i);
     if (!in || !tg_dtype_is_float(dt)) return false;
     return in->kind == TG_OP_IN_FLOAT || in->kind == TG_OP_IN_TARGET || in->kind == TG_OP_IN_ANY;
@@ -311,6 +321,8 @@ bool tg_op_input_differentiable(const tg_op_def *op, int i, tg_dtype dt)
 
 void tg_op_input_name(const tg_op_def *op, int i, char *buf, size_t len)
 {
+    TG__NONNULL_VOID(buf);
+    TG__NONNULL_VOID(op);
     const tg_op_input *spec = tg_op_input_at(op, i);
     int last = n_specs(op) - 1;
     if (!spec) snprintf(buf, len, "input%d", i);
@@ -321,6 +333,10 @@ void tg_op_input_name(const tg_op_def *op, int i, char *buf, size_t len)
 tg_status tg_op_make_inputs(tg_graph *g, const tg_op_def *op, tg_tensor *const *t, int n,
                             bool grads, tg_node **in)
 {
+    TG__NONNULL(g, TG_ERR_INVALID);
+    TG__NONNULL(op, TG_ERR_INVALID);
+    TG__NONNULL(t, TG_ERR_INVALID);
+    TG__NONNULL(in, TG_ERR_INVALID);
     for (int i = 0; i < n; i++) {
         char name[64];
         in[i] = NULL;
@@ -342,7 +358,14 @@ tg_status tg_op_build(tg_graph *g, const tg_op_call *c, tg_node *const *in, int 
 {
     tg_node *tmp[TG_OP_MAX_OUTPUTS] = {0};
     int n = 0;
+    TG__NONNULL(n_out, TG_ERR_INVALID);
     *n_out = 0;
+    TG__NONNULL(g, TG_ERR_INVALID);
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(c->op, TG_ERR_INVALID);
+    TG__NONNULL(out, TG_ERR_INVALID);
+    if (!in && n_in > 0)
+        return tg_set_error(TG_ERR_INVALID, "tg_op_build: in is NULL with n_in = %d", n_in);
     if (tg_graph_error(g)) return TG_ERR_INVALID;
     tg_status st = c->op->build(g, c, in, n_in, tmp, &n);
     if (!st && tg_graph_error(g)) st = TG_ERR_INVALID;
@@ -362,6 +385,10 @@ tg_status tg_op_build(tg_graph *g, const tg_op_call *c, tg_node *const *in, int 
 tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const *in,
                              tg_tensor *t, tg_rng *rng)
 {
+    TG__NONNULL(c, TG_ERR_INVALID);
+    TG__NONNULL(c->op, TG_ERR_INVALID);
+    TG__NONNULL(t, TG_ERR_INVALID);
+    TG__NONNULL(rng, TG_ERR_INVALID);
     const tg_op_input *spec = tg_op_input_at(c->op, i);
     if (!spec) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", c->op->name, i + 1);
     if (t->dtype == TG_BOOL) {
@@ -374,7 +401,7 @@ tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const 
             return tg_set_error(TG_ERR_INVALID, "%s: %s has no generation rule; give it as a file",
                                 c->op->name, spec->name);
         int f = i == 0 ? 1 : 0;   /* the float input the rule reads (embedding's weight follows) */
-        if (!in[f] || !tg_dtype_is_float(in[f]->dtype))
+        if (!in || !in[f] || !tg_dtype_is_float(in[f]->dtype))
             return tg_set_error(TG_ERR_INVALID, "%s: %s needs the float input first", c->op->name,
                                 spec->name);
         tg_status st = c->op->gen_index(c, i, in, t, rng);
@@ -434,6 +461,7 @@ tg_status tg__op_gen_along_dim(const tg_op_call *c, int i, const tg_tensor *cons
 
 tg_dtype tg_op_input_dtype(const tg_op_def *op, int i)
 {
+    TG__NONNULL(op, TG_F64);
     const tg_op_input *spec = tg_op_input_at(op, i);
     if (!spec) return TG_F64;
     return spec->kind == TG_OP_IN_INDEX || spec->kind == TG_OP_IN_TARGET ? TG_I64

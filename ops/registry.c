@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "registry_internal.h"
 
 #define TG_OP_FAMILIES \
@@ -60,7 +61,7 @@ const tg_op_def *tg_op_at(int i)
 
 const tg_op_def *tg_op_find(const char *name)
 {
-    if (!name) return NULL;
+    TG__NONNULL(name, NULL);
     if (!strcmp(name, "concat")) name = "cat";
     for (int f = 0; f < N_FAMILIES; f++)
         for (const tg_op_def *d = families[f]; d->name; d++)
@@ -79,7 +80,8 @@ void tg_op_names(char *buf, size_t len)
 
 bool tg_op_has_backward(const tg_op_def *op)
 {
-    return op && op->desc && (op->desc->backward || (op->desc->flags & TG_OP_VIEW));
+    TG__NONNULL(op, false);
+    return op->desc && (op->desc->backward || (op->desc->flags & TG_OP_VIEW));
 }
 
 const char *tg_op_attr_type_name(tg_op_attr_type t)
