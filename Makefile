@@ -21,7 +21,8 @@ CC         ?= cc
 BUILD      ?= build
 OPT        ?= -O2
 CFLAGS_STD := -std=c11 -Wall -Wextra -pedantic -Wshadow -Wstrict-prototypes
-CPPFLAGS   += -D_POSIX_C_SOURCE=200809L -Iengine -Iops -Ilayers -Itools
+ENGINE_DIRS := engine engine/io engine/train engine/draw
+CPPFLAGS   += -D_POSIX_C_SOURCE=200809L $(ENGINE_DIRS:%=-I%) -Iops -Ilayers -Itools
 CFLAGS     ?= $(OPT) -g
 # gcc's -O2 vectorises a loop only if it needs no run-time alias check and no
 # scalar epilogue (the "very-cheap" cost model), so elementwise loops over
@@ -33,7 +34,7 @@ VEC_FLAGS  := $(shell $(CC) -fvect-cost-model=dynamic -Werror -E -x c /dev/null 
 ALL_CFLAGS := $(CFLAGS_STD) $(CFLAGS) $(VEC_FLAGS) -fPIC -MMD -MP
 LDLIBS     := -lm -lpthread
 
-LIB_SRC   := $(wildcard engine/*.c) $(wildcard ops/*.c) $(wildcard layers/*.c)
+LIB_SRC   := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c)) $(wildcard ops/*.c) $(wildcard layers/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
 TEST_SRC  := $(wildcard tests/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -41,10 +42,11 @@ TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
-PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/json.h \
-                   engine/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h ops/gemm_internal.h ops/vec.h \
+PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/io/json.h engine/io/io_internal.h \
+                   engine/io/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h \
+                   ops/gemm_internal.h ops/vec.h \
                    ops/vec_math.h ops/vec_lanes.h ops/vec_tr8x8.h
-PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(wildcard engine/*.h ops/*.h layers/*.h))
+PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h)) $(wildcard ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
 
 PREFIX     ?= /usr/local
@@ -87,7 +89,7 @@ $(MAN): tools/tgraph.1 $(TOOL)
 	mv $@.tmp $@
 
 # ---- public headers, staged as they are installed: include/tgraph/*.h ----
-vpath %.h engine ops layers
+vpath %.h $(ENGINE_DIRS) ops layers
 headers: $(STAGED_HEADERS)
 $(BUILD)/include/tgraph/%.h: %.h
 	@mkdir -p $(dir $@)
@@ -146,6 +148,7 @@ $(TESTS): $(TEST_OBJ) $(GEN_NULL_O) $(LIB_A)
 
 test: check-criterion $(TESTS) $(TOOL) $(MAN) $(LIB_SO) headers
 	$(TESTS) --jobs 2 $(TEST_ARGS)
+	CC="$(CC)" sh tests/layering.sh
 	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
 
 run: $(TOOL)
@@ -217,14 +220,14 @@ asan:
 # (read only), an optional dictionary tests/fuzz/NAME.dict. The library is
 # compiled again with the fuzzer's coverage and the sanitizers into build-fuzz/;
 # what a run discovers goes to build-fuzz/corpus/NAME/, crashes to
-# build-fuzz/crash-NAME-*. The CSV target needs engine/dataset.c.
+# build-fuzz/crash-NAME-*. The CSV target needs engine/train/dataset.c.
 FUZZ_SECONDS ?= 20
 FUZZ_CC      ?= clang-14
 FUZZ_BUILD   := build-fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := $(CFLAGS_STD) -O1 -g $(FUZZ_SAN)
 FUZZ_RUNOPTS ?= -timeout=10 -rss_limit_mb=2048 -max_len=8192
-FUZZ_NAMES   := $(filter-out $(if $(wildcard engine/dataset.c),,csv), \
+FUZZ_NAMES   := $(filter-out $(if $(wildcard engine/train/dataset.c),,csv), \
                   $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)

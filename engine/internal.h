@@ -96,28 +96,6 @@ void tg__strides(int rank, const int64_t *shape, int64_t *strides);
 /* snprintf into buf that never fails silently (truncates, always NUL-terminates). */
 void tg__fmt(char *buf, size_t len, const char *fmt, ...) TG__PRINTF(3, 4);
 
-/* ---- loading files (engine/fileio.c) ----
- * The input limit (tensor_io.h): dflt, or TG_MAX_INPUT_BYTES when it is set
- * (an error when that is not a byte count). */
-tg_status tg__input_cap(size_t dflt, size_t *cap);
-/* "<path>: the <kind> needs N bytes, more than the input limit of CAP bytes
- * (set TG_MAX_INPUT_BYTES ...)", TG_ERR_LIMIT. */
-tg_status tg__over_cap(const char *path, const char *kind, uint64_t need, size_t cap);
-/* Sees each block of a file as it is read (offset: where the block starts
- * in the file); an error stops the read. */
-typedef tg_status (*tg__block_check)(const unsigned char *block, size_t n, size_t offset,
-                                     const char *path, void *ctx);
-/* Read a whole file or stream (capped at the input limit for default_cap)
- * into a new buffer (tg__free), showing every block to check (may be NULL). */
-tg_status tg__read_input(const char *path, size_t default_cap, tg__block_check check, void *ctx,
-                         void **data, size_t *len);
-/* For loaders that read a file piece by piece (.npy, safetensors): open
- * path into *f. A regular file: *size is its length, *stream false. A pipe
- * or a device: *stream true, *size 0, and the loader reads in order without
- * seeking, checking sizes against the input limit as it learns them. A
- * directory is an error. */
-tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, bool *stream);
-
 /* ---- arena (engine/arena.c): bump allocation, freed all at once ---- */
 typedef struct tg__arena_chunk tg__arena_chunk;
 typedef struct tg__arena {

@@ -1,5 +1,5 @@
 /*
- * test_json.c - the strict JSON parser (engine/json.h): what it accepts,
+ * test_json.c - the strict JSON parser (engine/io/json.h): what it accepts,
  * exact integers, escapes and UTF-8, duplicates, limits, and each rejection
  * with its message and position.
  */

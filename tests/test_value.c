@@ -1,5 +1,5 @@
 /*
- * test_value.c - the KEY=VALUE value language (engine/value.h): every kind,
+ * test_value.c - the KEY=VALUE value language (engine/io/value.h): every kind,
  * formatting back to text, typed reads, configs, and each error with its
  * message and position.
  */

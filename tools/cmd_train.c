@@ -6,7 +6,7 @@
  * baselines on one parseable line.
  *
  * Not here: the data pipeline and evaluation (train_loop.c), the model
- * (layers/), the optimizer (engine/optim.c).
+ * (layers/), the optimizer (engine/train/optim.c).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * fuzz_csv.c - libFuzzer target for the CSV reader (engine/dataset.c,
+ * fuzz_csv.c - libFuzzer target for the CSV reader (engine/train/dataset.c,
  * tg_dataset_parse_csv): the whole input is the file, not NUL-terminated.
  * A parsed dataset is read end to end (every value must be finite, every
  * column named) and a scaler fitted on it (finite scales > 0).

@@ -1,5 +1,5 @@
 /*
- * fuzz_json.c - libFuzzer target for the strict JSON parser (engine/json.c),
+ * fuzz_json.c - libFuzzer target for the strict JSON parser (engine/io/json.c),
  * which reads safetensors headers and oracle case files.
  *
  * Input: byte 0 picks the options (reject duplicate keys; a small or the

@@ -13,6 +13,7 @@
 
 #include "dataset.h"
 #include "internal.h"
+#include "io_internal.h"
 #include "tensor_io.h"
 
 #define CSV_MAX_BYTES ((size_t)1 << 31)   /* 2 GiB */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "io_internal.h"
 #include "tensor_io.h"
 
 #define NPY_MAX_HEADER 65536   /* numpy refuses more than 10000 by default */

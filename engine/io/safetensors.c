@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "io_internal.h"
 #include "json.h"
 #include "st_internal.h"
 #include "tensor_io.h"

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "io_internal.h"
 #include "tensor_io.h"
 
 #ifndef PATH_MAX
