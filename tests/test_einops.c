@@ -3,7 +3,7 @@
  * (forward and gradient, float32), gradcheck in float64, exact small cases,
  * integer and bool tensors, empty tensors, and every bad-input row of OPS.md
  * 8.4 / 19 with einops' message; prod (exact at zeros) and reduce over int64.
- * Fixtures: tests/fixtures/gen_einops.py, tests/fixtures/einops/gen_prod.py.
+ * Fixtures: tests/fixtures/gen_einops.py.
  */
 #include "testutil.h"
 
@@ -64,7 +64,7 @@ static const ein_case cases[] = {
     {"bt_min", D, "(b t) s d -> b d", MIN, 1, {{"b", 2}}, false},
     {"regroup_sum", D, "a b c -> (c a) 1", SUM, 0, {{0}}, false},
     {"ellipsis_max", D, "... c -> c", MAX, 0, {{0}}, false},
-    /* tests/fixtures/einops/gen_prod.py; pool_prod has a slice with one zero and one with two */
+    /* gen_einops.py; pool_prod has a slice with one zero and one with two */
     {"pool_prod", D, "b (h 2) w -> b h", PROD, 0, {{0}}, false},
     {"bt_prod", D, "(b t) s d -> b d", PROD, 1, {{"b", 2}}, false},
 };
