@@ -5,8 +5,14 @@
  * loss.svg and the model diagram, ending with the test metrics next to two
  * baselines on one parseable line.
  *
+ * A thin client of the library's trainer (engine/train/trainer.h), which
+ * runs the steps and epochs, early stopping, checkpoints and the stop flag;
+ * here are the options, the run directory's safety, the signals, and the
+ * trainer's callbacks (batches of windows, validation MSE, the progress bar
+ * and the epoch lines).
+ *
  * Not here: the data pipeline and evaluation (train_loop.c), the model
- * (layers/), the optimizer (engine/train/optim.c).
+ * (layers/), the optimizer (engine/train/optim.c), the loop (trainer.c).
  */
 #include <dirent.h>
 #include <errno.h>
