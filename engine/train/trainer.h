@@ -155,7 +155,8 @@ typedef struct tg_trainer {
 /* Zero t, set the defaults (constant schedule, state.best_val = INFINITY,
  * both RNGs seeded with 0). */
 void tg_trainer_init(tg_trainer *t);
-/* Free what t owns (state) and init it again; the borrowed pointers are not touched. */
+/* Free what t owns (state) and init it again: the borrowed pointers are
+ * forgotten (set to NULL), never freed. */
 void tg_trainer_clear(tg_trainer *t);
 
 /* Seed the data RNG (seed ^ 0xda7a5eed) and the graph's dropout RNG
