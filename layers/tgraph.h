@@ -78,6 +78,7 @@
 #include "registry.h"
 #include "dataset.h"
 #include "checkpoint.h"
+#include "trainer.h"
 #include "layers.h"
 
 #endif

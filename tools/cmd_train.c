@@ -5,8 +5,14 @@
  * loss.svg and the model diagram, ending with the test metrics next to two
  * baselines on one parseable line.
  *
+ * A thin client of the library's trainer (engine/train/trainer.h), which
+ * runs the steps and epochs, early stopping, checkpoints and the stop flag;
+ * here are the options, the run directory's safety, the signals, and the
+ * trainer's callbacks (batches of windows, validation MSE, the progress bar
+ * and the epoch lines).
+ *
  * Not here: the data pipeline and evaluation (train_loop.c), the model
- * (layers/), the optimizer (engine/train/optim.c).
+ * (layers/), the optimizer (engine/train/optim.c), the loop (trainer.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -392,97 +398,6 @@ static int check_resume_data(const settings *s, tg_checkpoint *run, tg_checkpoin
     return 0;
 }
 
-/* ---- one epoch ---- */
-
-static void progress(const settings *s, int64_t epoch, int64_t k, int64_t steps, double loss,
-                     double t0, double *last_draw)
-{
-    double now = tg_tl_now();
-    if (!s->progress || (k < steps && now - *last_draw < 0.1)) return;
-    *last_draw = now;
-    double el = now - t0, rate = el > 0 ? (double)k / el : 0;
-    long eta = rate > 0 ? lround((double)(steps - k) / rate) : 0;
-    int width = 24, fill = steps ? (int)(width * k / steps) : width;
-    char bar[32];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-    bar[width] = '\0';
-    fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.2f steps/s  ETA %ld:%02ld   ",
-            (long long)epoch + 1, (long long)s->epochs, bar, (long long)k, (long long)steps, loss,
-            rate, eta / 60, eta % 60);
-    fflush(stderr);
-}
-
-/* Every parameter's gradient finite? Names the first that is not. */
-static const char *bad_grad(tg_params *ps)
-{
-    for (int i = 0; i < tg_params_count(ps); i++) {
-        tg_param *p = tg_params_at(ps, i);
-        const float *g = p->grad.data;
-        if (p->frozen || p->grad.dtype != TG_F32) continue;
-        for (int64_t k = 0; k < p->grad.numel; k++)
-            if (!isfinite(g[k])) return p->name;
-    }
-    return NULL;
-}
-
-/* 0 done, 1 non-finite or absurd loss (message printed), 2 a stop signal
- * came (the epoch is abandoned: its checkpoint was not written). */
-static int train_epoch(const settings *s, tg_tl_model *m, tg_tl_data *td, tg_optim *opt,
-                       tg_checkpoint *ck, int64_t *order, int64_t steps, double *mean_loss)
-{
-    const int64_t B = m->B, epoch = ck->epoch;
-    const int64_t total = steps * s->epochs, warmup = s->lradj == TG_LR_COSINE ? steps : 0;
-    double sum = 0, t0 = tg_tl_now(), last_draw = 0;
-    for (int64_t i = 0; i < td->train.count; i++) order[i] = i;
-    tg_shuffle_i64(order, td->train.count, &ck->data_rng);
-    *tg_graph_rng(m->gt) = ck->dropout_rng;
-    for (int64_t k = 0; k < steps; k++) {
-        if (stop_signal) return 2;
-        tg_optim_set_lr(opt, tg_lr_at(s->lradj, s->lr, epoch, ck->step, total, warmup));
-        tg_windows_fill(&td->train, order + k * B, B, (tg_tensor *)tg_node_value(m->x),
-                        (tg_tensor *)tg_node_value(m->y));
-        tg_params_zero_grad(m->ps);
-        tg_status st = tg_graph_forward(m->gt);
-        double loss = st ? NAN : tg_tensor_get(tg_node_value(m->loss), 0);
-        if (!st && !isfinite(loss))   /* run again with the finite check on, to name the op */
-            st = tg_tl_diagnose(m->gt, loss);
-        if (!st) st = tg_graph_backward(m->gt, m->loss, NULL);
-        if (st) {
-            if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s\n",
-                    (long long)epoch + 1, (long long)k + 1, tg_last_error());
-            return 1;
-        }
-        /* before any update the loss measures the data and the init: an absurd
-         * one is theirs (later, a diverging run ends in a NaN/Inf named above) */
-        if (ck->step == 0 && loss > TG_TL_ABSURD_MSE) {
-            if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch 1 step 1: the training loss %.3g "
-                    "before any update is absurd (scaled units, where the training mean scores "
-                    "about 1): the data or the configuration is at fault (a column nearly "
-                    "constant over the training rows?)\n", loss);
-            return 1;
-        }
-        const char *bad = bad_grad(m->ps);
-        if (bad) {
-            if (s->progress) fprintf(stderr, "\n");
-            fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: non-finite gradient "
-                    "of parameter '%s' (the loss was %g)\n", (long long)epoch + 1,
-                    (long long)k + 1, bad, loss);
-            return 1;
-        }
-        if (s->clip > 0) tg_clip_grad_norm(m->ps, s->clip);
-        tg_optim_step(opt);
-        ck->step++;
-        sum += loss;
-        progress(s, epoch, k + 1, steps, sum / (double)(k + 1), t0, &last_draw);
-    }
-    ck->dropout_rng = *tg_graph_rng(m->gt);
-    if (s->progress) fprintf(stderr, "\r%*s\r", 100, "");
-    *mean_loss = sum / (double)steps;
-    return 0;
-}
-
 /* The built-in job's --set defaults under the user's: cfg is replaced by
  * a config holding both. */
 static int merge_defaults(const model_defaults *def, tg_config **cfg)
@@ -503,385 +418,459 @@ static int merge_defaults(const model_defaults *def, tg_config **cfg)
     return 0;
 }
 
-/* ---- the command ---- */
 
-static int run(int argc, char **argv)
+/* ---- the run: everything one invocation holds ---- */
+
+typedef struct job {
+    settings       s;
+    tg_config     *cfg;
+    tg_checkpoint  resume_ck;    /* the file given to --resume, read */
+    tg_tl_data     td;
+    tg_tl_model    m;
+    tg_tl_files    rf;
+    tg_file_id     data_id;
+    tg_optim      *opt;
+    tg_trainer     tr;           /* the library's loop; tr.state is the run's checkpoint */
+    int64_t       *order;        /* [train windows]: this epoch's batch order */
+    char          *resume_dir, *resume_best, *cfg_src;
+    bool           continuing;   /* resumed in the checkpoint's own directory */
+    bool           need_best_copy;
+    last_saved     ls;
+    double         t_epoch, t_draw;   /* the progress bar's clocks */
+} job;
+
+static void job_free(job *j)
+{
+    signals_restore();
+    free(j->order);
+    free(j->resume_dir);
+    free(j->resume_best);
+    free(j->cfg_src);
+    tg_file_id_clear(&j->data_id);
+    tg_tl_files_free(&j->rf);
+    tg_optim_free(j->opt);
+    tg_tl_model_free(&j->m);
+    tg_tl_data_free(&j->td);
+    tg_trainer_clear(&j->tr);
+    tg_checkpoint_clear(&j->resume_ck);
+    tg_config_free(j->cfg);
+}
+
+/* ---- the trainer's callbacks ---- */
+
+/* Batch k of the epoch: at k == 0 the epoch's order is shuffled. */
+static tg_status fill_batch(void *user, int64_t epoch, int64_t k, tg_rng *rng)
+{
+    job *j = user;
+    (void)epoch;
+    if (k == 0) {
+        for (int64_t i = 0; i < j->td.train.count; i++) j->order[i] = i;
+        tg_shuffle_i64(j->order, j->td.train.count, rng);
+        j->t_epoch = tg_tl_now();
+        j->t_draw = 0;
+    }
+    tg_windows_fill(&j->td.train, j->order + k * j->m.B, j->m.B,
+                    (tg_tensor *)tg_node_value(j->m.x), (tg_tensor *)tg_node_value(j->m.y));
+    return TG_OK;
+}
+
+/* Before any update the loss measures the data and the init: an absurd one
+ * is theirs (later, a diverging run ends in a NaN/Inf the trainer names). */
+static tg_status check_first_loss(void *user, int64_t epoch, int64_t k, double loss)
+{
+    job *j = user;
+    (void)epoch, (void)k;
+    if (j->tr.state.step == 0 && loss > TG_TL_ABSURD_MSE)
+        return tg_set_error(TG_ERR_NUMERIC, "the training loss %.3g before any update is absurd "
+                            "(scaled units, where the training mean scores about 1): the data or "
+                            "the configuration is at fault (a column nearly constant over the "
+                            "training rows?)", loss);
+    return TG_OK;
+}
+
+static void clear_bar(const job *j)
+{
+    if (j->s.progress) fprintf(stderr, "\r%*s\r", 100, "");
+}
+
+/* Validation MSE over every validation window; errors are printed here. */
+static tg_status validate(void *user, int64_t epoch, double *mse)
+{
+    job *j = user;
+    tg_tl_metrics val;
+    char what[96];
+    clear_bar(j);
+    snprintf(what, sizeof what, "stopped at epoch %lld (step %lld): validation", (long long)epoch,
+             (long long)j->tr.state.step);
+    if (tg_tl_evaluate(CMD, what, &j->m, &j->td.val, &val, NULL)) return TG_ERR_NUMERIC;
+    if (!(val.mse <= TG_TL_ABSURD_MSE)) {
+        fprintf(stderr, "tgraph train: stopped at epoch %lld (step %lld): the validation MSE "
+                "%.3g is absurd (scaled units, where the training mean scores about 1; worst "
+                "channel '%s', column %lld, MSE %.3g): the data or the configuration is at "
+                "fault (a column nearly constant over the training rows? validation rows on "
+                "another scale?)\n", (long long)epoch, (long long)j->tr.state.step, val.mse,
+                j->td.d->names ? j->td.d->names[val.worst_col] : "?", (long long)val.worst_col + 1,
+                val.worst_col_mse);
+        return TG_ERR_NUMERIC;
+    }
+    *mse = val.mse;
+    return TG_OK;
+}
+
+/* The bar on stderr (steps); the best weights brought along (before the
+ * epoch's checkpoints); the run files and the epoch's line (after them). */
+static tg_status on_progress(void *user, const tg_trainer_progress *p)
+{
+    job *j = user;
+    if (p->event == TG_TRAINER_EVENT_STEP) {
+        double now = tg_tl_now();
+        if (!j->s.progress || (p->k < p->steps_per_epoch && now - j->t_draw < 0.1)) return TG_OK;
+        j->t_draw = now;
+        double el = now - j->t_epoch, rate = el > 0 ? (double)p->k / el : 0;
+        long eta = rate > 0 ? lround((double)(p->steps_per_epoch - p->k) / rate) : 0;
+        int width = 24, fill = (int)(width * p->k / p->steps_per_epoch);
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.2f steps/s  ETA "
+                "%ld:%02ld   ", (long long)p->epoch, (long long)p->epochs, bar, (long long)p->k,
+                (long long)p->steps_per_epoch, p->loss, rate, eta / 60, eta % 60);
+        fflush(stderr);
+        return TG_OK;
+    }
+    if (p->event == TG_TRAINER_EVENT_VALIDATED) {
+        bool copy = j->need_best_copy && !p->best;
+        j->need_best_copy = false;
+        return copy && tg_tl_copy_file(CMD, j->resume_best, j->rf.best) ? TG_ERR_IO : TG_OK;
+    }
+    j->ls = (last_saved){j->rf.ckpt, p->epoch, true};
+    if (tg_tl_write_curves(CMD, &j->rf, &j->tr.state)) return TG_ERR_IO;
+    printf("epoch %3lld/%lld  train loss %.4f  val mse %.4f%s  lr %.3g  %.1fs\n",
+           (long long)p->epoch, (long long)p->epochs, p->loss, p->metric, p->best ? " *" : "  ",
+           p->lr, tg_tl_now() - j->t_epoch);
+    fflush(stdout);
+    if (j->tr.patience > 0 && j->tr.state.bad_epochs >= j->tr.patience)
+        printf("early stopping: validation MSE did not improve for %lld epochs\n",
+               (long long)j->tr.patience);
+    return TG_OK;
+}
+
+/* ---- the steps of the command ---- */
+
+/* One option into j->s (or j->cfg). 0, or the exit status. */
+static int parse_option(job *j, tg_args *a, const char *arg)
+{
+    settings *s = &j->s;
+    const char *v;
+#define VALUE(p) if (!tg_args_value(a, p)) return 2
+    if (!strcmp(arg, "--data")) {
+        VALUE(&s->data);
+        s->set_data = true;
+    } else if (!strcmp(arg, "--split")) {
+        VALUE(&v);
+        if (tg_split_parse(v, &s->split)) return tg_cli_fail(CMD, "--split %s", tg_last_error());
+        s->set_split = true;
+    } else if (!strcmp(arg, "--model")) {
+        VALUE(&s->model);
+        s->set_model = true;
+    } else if (!strcmp(arg, "--set")) {
+        VALUE(&v);
+        if (tg_cli_set(CMD, j->cfg, v)) return 2;
+        s->set_cfg = true;
+    } else if (!strcmp(arg, "--epochs")) {
+        if (!tg_args_int(a, 1, 100000, &s->epochs)) return 2;
+        s->set_epochs = true;
+    } else if (!strcmp(arg, "--batch-size")) {
+        if (!tg_args_int(a, 1, 4096, &s->batch)) return 2;
+        s->set_batch = true;
+    } else if (!strcmp(arg, "--lr")) {
+        if (!tg_args_double(a, 1e-300, 1e300, &s->lr)) return 2;
+        s->set_lr = true;
+    } else if (!strcmp(arg, "--lradj")) {
+        VALUE(&v);
+        if (tg_lr_schedule_parse(v, &s->lradj))
+            return tg_cli_fail(CMD, "--lradj %s", tg_last_error());
+        s->set_lradj = true;
+    } else if (!strcmp(arg, "--optim")) {
+        VALUE(&v);
+        if (parse_optim(v, &s->optim)) return 2;
+        s->set_optim = true;
+    } else if (!strcmp(arg, "--weight-decay")) {
+        if (!tg_args_double(a, 0, 1e6, &s->weight_decay)) return 2;
+        s->set_wd = true;
+    } else if (!strcmp(arg, "--clip")) {
+        if (!tg_args_double(a, 0, 1e300, &s->clip)) return 2;
+        s->set_clip = true;
+    } else if (!strcmp(arg, "--patience")) {
+        if (!tg_args_int(a, 0, 100000, &s->patience)) return 2;
+        s->set_patience = true;
+    } else if (!strcmp(arg, "--seed")) {
+        if (!tg_args_int(a, 0, INT64_MAX, &s->seed)) return 2;
+        s->set_seed = true;
+    } else if (!strcmp(arg, "--threads")) {
+        if (!tg_args_int(a, 0, TG_MAX_THREADS, &s->threads)) return 2;
+        s->set_threads = true;
+    } else if (!strcmp(arg, "--recompute")) {
+        s->recompute = true;
+    } else if (!strcmp(arg, "--overwrite")) {
+        s->overwrite = true;
+    } else if (!strcmp(arg, "--allow-data-change")) {
+        s->allow_data_change = true;
+    } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+        VALUE(&s->out);
+        s->set_out = true;
+    } else if (!strcmp(arg, "--resume")) {
+        VALUE(&s->resume);
+    } else {
+        return tg_cli_unknown(a, arg);
+    }
+#undef VALUE
+    return 0;
+}
+
+static int parse_args(job *j, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, CMD, argc, argv);
-    settings s = {.data = TG_BUILTIN_DATA, .out = "runs/train", .epochs = 0, .batch = 32,
-                  .patience = 3, .seed = 0, .threads = 0, .lradj = TG_LR_TYPE1,
-                  .optim = TG_OPTIM_ADAM};
-    tg_config *cfg = tg_config_new();
-    tg_checkpoint ck, resume_ck;
-    tg_checkpoint_init(&ck);
-    tg_checkpoint_init(&resume_ck);
-    tg_tl_data td = {0};
-    tg_tl_model m = {0};
-    tg_tl_files rf = {0};
-    tg_file_id data_id = {0};
-    tg_optim *opt = NULL;
-    int64_t *order = NULL;
-    const char *arg, *v;
-    int rc = 2;
-    char *resume_dir = NULL, *resume_best = NULL, *cfg_src = NULL;
-    if (!cfg) return tg_cli_fail(CMD, "out of memory");
-    while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--data")) {
-            if (!tg_args_value(&a, &s.data)) goto done;
-            s.set_data = true;
-        } else if (!strcmp(arg, "--split")) {
-            if (!tg_args_value(&a, &v)) goto done;
-            if (tg_split_parse(v, &s.split)) {
-                tg_cli_fail(CMD, "--split %s", tg_last_error());
-                goto done;
-            }
-            s.set_split = true;
-        } else if (!strcmp(arg, "--model")) {
-            if (!tg_args_value(&a, &s.model)) goto done;
-            s.set_model = true;
-        } else if (!strcmp(arg, "--set")) {
-            if (!tg_args_value(&a, &v) || tg_cli_set(CMD, cfg, v)) goto done;
-            s.set_cfg = true;
-        } else if (!strcmp(arg, "--epochs")) {
-            if (!tg_args_int(&a, 1, 100000, &s.epochs)) goto done;
-            s.set_epochs = true;
-        } else if (!strcmp(arg, "--batch-size")) {
-            if (!tg_args_int(&a, 1, 4096, &s.batch)) goto done;
-            s.set_batch = true;
-        } else if (!strcmp(arg, "--lr")) {
-            if (!tg_args_double(&a, 1e-300, 1e300, &s.lr)) goto done;
-            s.set_lr = true;
-        } else if (!strcmp(arg, "--lradj")) {
-            if (!tg_args_value(&a, &v)) goto done;
-            if (tg_lr_schedule_parse(v, &s.lradj)) {
-                tg_cli_fail(CMD, "--lradj %s", tg_last_error());
-                goto done;
-            }
-            s.set_lradj = true;
-        } else if (!strcmp(arg, "--optim")) {
-            if (!tg_args_value(&a, &v) || parse_optim(v, &s.optim)) goto done;
-            s.set_optim = true;
-        } else if (!strcmp(arg, "--weight-decay")) {
-            if (!tg_args_double(&a, 0, 1e6, &s.weight_decay)) goto done;
-            s.set_wd = true;
-        } else if (!strcmp(arg, "--clip")) {
-            if (!tg_args_double(&a, 0, 1e300, &s.clip)) goto done;
-            s.set_clip = true;
-        } else if (!strcmp(arg, "--patience")) {
-            if (!tg_args_int(&a, 0, 100000, &s.patience)) goto done;
-            s.set_patience = true;
-        } else if (!strcmp(arg, "--seed")) {
-            if (!tg_args_int(&a, 0, INT64_MAX, &s.seed)) goto done;
-            s.set_seed = true;
-        } else if (!strcmp(arg, "--threads")) {
-            if (!tg_args_int(&a, 0, TG_MAX_THREADS, &s.threads)) goto done;
-            s.set_threads = true;
-        } else if (!strcmp(arg, "--recompute")) {
-            s.recompute = true;
-        } else if (!strcmp(arg, "--overwrite")) {
-            s.overwrite = true;
-        } else if (!strcmp(arg, "--allow-data-change")) {
-            s.allow_data_change = true;
-        } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
-            if (!tg_args_value(&a, &s.out)) goto done;
-            s.set_out = true;
-        } else if (!strcmp(arg, "--resume")) {
-            if (!tg_args_value(&a, &s.resume)) goto done;
-        } else {
-            rc = tg_cli_unknown(&a, arg);
-            goto done;
-        }
-    }
-    if (s.allow_data_change && !s.resume) {
-        tg_cli_fail(CMD, "--allow-data-change only applies with --resume (a new run fits its "
-                    "scaler on the data it is given)");
-        goto done;
-    }
-    if (s.threads && tg_threads_set((int)s.threads)) {
-        tg_cli_fail(CMD, "--threads %s", tg_last_error());
-        goto done;
-    }
+    const char *arg;
+    int rc;
+    while ((arg = tg_args_next(&a)))
+        if ((rc = parse_option(j, &a, arg))) return rc;
+    if (j->s.allow_data_change && !j->s.resume)
+        return tg_cli_fail(CMD, "--allow-data-change only applies with --resume (a new run fits "
+                           "its scaler on the data it is given)");
+    if (j->s.threads && tg_threads_set((int)j->s.threads))
+        return tg_cli_fail(CMD, "--threads %s", tg_last_error());
     signals_install();
+    return 0;
+}
 
-    /* settings: from a checkpoint, or the command line over the defaults */
-    if (s.resume) {
-        if (tg_checkpoint_read(s.resume, &resume_ck)) {
-            tg_cli_fail(CMD, "--resume %s", tg_last_error());
-            goto done;
-        }
-        if (get_settings(&resume_ck, &s, cfg)) goto done;
-        size_t src_len = strlen("the config of checkpoint ") + strlen(s.resume) + 1;
-        if (!(resume_dir = tg_tl_dirname(s.resume)) ||
-            !(resume_best = tg_tl_path_join(resume_dir, "best.safetensors")) ||
-            !(cfg_src = malloc(src_len))) {
-            tg_cli_fail(CMD, "out of memory");
-            goto done;
-        }
-        snprintf(cfg_src, src_len, "the config of checkpoint %s", s.resume);
-        if (!s.set_out) s.out = resume_dir;   /* continue in the checkpoint's directory */
-        if (!s.set_data && strcmp(s.data, TG_BUILTIN_DATA) && access(s.data, R_OK) != 0) {
-            tg_cli_fail(CMD, "the run's data %s (stored in %s) cannot be read: %s; give its new "
-                        "place with --data FILE.csv", s.data, s.resume, strerror(errno));
-            goto done;
-        }
-    } else {
-        /* the built-in job has its own defaults (the first registered model of
-         * defaults_table, a small config); with --data, the model's registry
-         * defaults and Crossformer's main.py (lr 1e-4, 20 epochs) apply */
-        const model_defaults *def = NULL;
-        bool builtin = !strcmp(s.data, TG_BUILTIN_DATA);
-        for (size_t i = 0; i < sizeof defaults_table / sizeof *defaults_table && !def; i++)
-            if (s.model ? !strcmp(defaults_table[i].model, s.model)
-                        : tg_layer_class_find(defaults_table[i].model) != NULL)
-                def = &defaults_table[i];
-        if (!s.model) s.model = def ? def->model : "linear_forecast";
-        if (!builtin) def = NULL;
-        if (def && merge_defaults(def, &cfg)) goto done;
-        if (!s.set_epochs) s.epochs = def ? def->epochs : 20;
-        if (!s.set_lr) s.lr = def ? def->lr : 1e-4;
-        if (!s.set_split)
-            tg_split_parse(builtin ? TG_BUILTIN_SPLIT : "0.7,0.1,0.2", &s.split);
-    }
-    s.progress = isatty(fileno(stderr));
+/* A resumed run's settings come from its checkpoint. */
+static int settings_from_checkpoint(job *j)
+{
+    settings *s = &j->s;
+    if (tg_checkpoint_read(s->resume, &j->resume_ck))
+        return tg_cli_fail(CMD, "--resume %s", tg_last_error());
+    if (get_settings(&j->resume_ck, s, j->cfg)) return 2;
+    size_t src_len = strlen("the config of checkpoint ") + strlen(s->resume) + 1;
+    if (!(j->resume_dir = tg_tl_dirname(s->resume)) ||
+        !(j->resume_best = tg_tl_path_join(j->resume_dir, "best.safetensors")) ||
+        !(j->cfg_src = malloc(src_len)))
+        return tg_cli_fail(CMD, "out of memory");
+    snprintf(j->cfg_src, src_len, "the config of checkpoint %s", s->resume);
+    if (!s->set_out) s->out = j->resume_dir;   /* continue in the checkpoint's directory */
+    if (!s->set_data && strcmp(s->data, TG_BUILTIN_DATA) && access(s->data, R_OK) != 0)
+        return tg_cli_fail(CMD, "the run's data %s (stored in %s) cannot be read: %s; give its "
+                           "new place with --data FILE.csv", s->data, s->resume, strerror(errno));
+    return 0;
+}
 
-    /* the output directory: every name fits, and no other run is in it */
-    if (tg_tl_files_init(CMD, &rf, s.out)) goto done;
-    bool continuing = s.resume && same_dir(resume_dir, s.out);
+/* A new run: the command line over the defaults. The built-in job has its
+ * own (the first registered model of defaults_table, a small config); with
+ * --data, the model's registry defaults and Crossformer's main.py (lr 1e-4,
+ * 20 epochs) apply. */
+static int settings_new(job *j)
+{
+    settings *s = &j->s;
+    const model_defaults *def = NULL;
+    bool builtin = !strcmp(s->data, TG_BUILTIN_DATA);
+    for (size_t i = 0; i < sizeof defaults_table / sizeof *defaults_table && !def; i++)
+        if (s->model ? !strcmp(defaults_table[i].model, s->model)
+                     : tg_layer_class_find(defaults_table[i].model) != NULL)
+            def = &defaults_table[i];
+    if (!s->model) s->model = def ? def->model : "linear_forecast";
+    if (!builtin) def = NULL;
+    if (def && merge_defaults(def, &j->cfg)) return 2;
+    if (!s->set_epochs) s->epochs = def ? def->epochs : 20;
+    if (!s->set_lr) s->lr = def ? def->lr : 1e-4;
+    if (!s->set_split) tg_split_parse(builtin ? TG_BUILTIN_SPLIT : "0.7,0.1,0.2", &s->split);
+    return 0;
+}
+
+/* The output directory: every name fits, and no other run is in it. */
+static int check_out_dir(job *j)
+{
+    const settings *s = &j->s;
+    if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
+    j->continuing = s->resume && same_dir(j->resume_dir, s->out);
     char found[256];
-    if (!continuing && !s.overwrite && run_files_present(&rf, found, sizeof found)) {
-        if (s.resume)
-            tg_cli_fail(CMD, "--out %s already holds another run (%s): resuming %s there would "
-                        "mix the two; continue that one with --resume %s, choose another --out, "
-                        "or replace it with --overwrite", s.out, found, s.resume, rf.ckpt);
-        else
-            tg_cli_fail(CMD, "--out %s already holds a run (%s): continue it with --resume %s, "
-                        "or replace it with --overwrite", s.out, found, rf.ckpt);
-        goto done;
-    }
+    if (j->continuing || s->overwrite || !run_files_present(&j->rf, found, sizeof found)) return 0;
+    if (s->resume)
+        return tg_cli_fail(CMD, "--out %s already holds another run (%s): resuming %s there "
+                           "would mix the two; continue that one with --resume %s, choose another "
+                           "--out, or replace it with --overwrite", s->out, found, s->resume,
+                           j->rf.ckpt);
+    return tg_cli_fail(CMD, "--out %s already holds a run (%s): continue it with --resume %s, or "
+                       "replace it with --overwrite", s->out, found, j->rf.ckpt);
+}
 
-    /* data, model, graphs */
-    if (strcmp(s.data, TG_BUILTIN_DATA) && tg_file_id_of(s.data, &data_id)) {
-        tg_cli_fail(CMD, "--data %s", tg_last_error());
-        goto done;
-    }
-    if (tg_tl_data_load(CMD, s.data, &td)) goto done;
+/* Data, model, graphs, optimizer. */
+static int build(job *j)
+{
+    const settings *s = &j->s;
+    if (strcmp(s->data, TG_BUILTIN_DATA) && tg_file_id_of(s->data, &j->data_id))
+        return tg_cli_fail(CMD, "--data %s", tg_last_error());
+    if (tg_tl_data_load(CMD, s->data, &j->td)) return 2;
     tg_rng init_rng;
-    tg_rng_seed(&init_rng, (uint64_t)s.seed);
-    if (tg_tl_model_build(CMD, &m, s.model, cfg, cfg_src ? cfg_src : "--set", td.d->cols, s.batch,
-                          s.resume ? NULL : &init_rng))
-        goto done;
-    tg_graph_set_recompute(m.gt, s.recompute);
-    if (tg_tl_data_prepare(CMD, &td, &s.split, m.seq_len, m.pred_len,
-                           s.resume ? resume_ck.scaler : NULL))
-        goto done;
-    if (td.train.count < m.B) {
-        tg_cli_fail(CMD, "the training split has %lld windows, fewer than one batch of %lld (use "
-                    "a smaller --batch-size or more training rows)",
-                    (long long)td.train.count, (long long)m.B);
-        goto done;
-    }
-    tg_optim_config oc = {.kind = s.optim, .lr = s.lr, .weight_decay = s.weight_decay};
-    if (!(opt = tg_optim_new(m.ps, &oc))) {
-        tg_cli_fail(CMD, "%s", tg_last_error());
-        goto done;
-    }
-    /* the run's state */
-    ck.scaler = tg_scaler_new(td.scaler->cols, td.scaler->mean, td.scaler->std);
-    tg_rng_seed(&ck.data_rng, (uint64_t)s.seed ^ 0xda7a5eedull);
-    tg_rng_seed(&ck.dropout_rng, (uint64_t)s.seed ^ 0xd409047ull);
-    if (!ck.scaler) { tg_cli_fail(CMD, "%s", tg_last_error()); goto done; }
-    if (s.resume) {
-        if (tg_checkpoint_restore_params(&resume_ck, m.ps) ||
-            tg_checkpoint_restore_optim(&resume_ck, m.ps, opt)) {
-            tg_cli_fail(CMD, "--resume %s", tg_last_error());
-            goto done;
-        }
-        ck.epoch = resume_ck.epoch;
-        ck.step = resume_ck.step;
-        ck.best_epoch = resume_ck.best_epoch;
-        ck.best_val = resume_ck.best_val;
-        ck.bad_epochs = resume_ck.bad_epochs;
-        ck.data_rng = resume_ck.data_rng;
-        ck.dropout_rng = resume_ck.dropout_rng;
-        for (int64_t i = 0; i < resume_ck.history_rows; i++)
-            if (tg_checkpoint_add_history(&ck, resume_ck.history + i * TG_CKPT_HISTORY_COLS)) {
-                tg_cli_fail(CMD, "%s", tg_last_error());
-                goto done;
-            }
-        if (check_resume_data(&s, &resume_ck, &ck, &data_id)) goto done;
-    }
-    if (put_settings(&ck, &s, &m, &td, &data_id)) goto done;
+    tg_rng_seed(&init_rng, (uint64_t)s->seed);
+    if (tg_tl_model_build(CMD, &j->m, s->model, j->cfg, j->cfg_src ? j->cfg_src : "--set",
+                          j->td.d->cols, s->batch, s->resume ? NULL : &init_rng))
+        return 2;
+    tg_graph_set_recompute(j->m.gt, s->recompute);
+    if (tg_tl_data_prepare(CMD, &j->td, &s->split, j->m.seq_len, j->m.pred_len,
+                           s->resume ? j->resume_ck.scaler : NULL))
+        return 2;
+    if (j->td.train.count < j->m.B)
+        return tg_cli_fail(CMD, "the training split has %lld windows, fewer than one batch of "
+                           "%lld (use a smaller --batch-size or more training rows)",
+                           (long long)j->td.train.count, (long long)j->m.B);
+    tg_optim_config oc = {.kind = s->optim, .lr = s->lr, .weight_decay = s->weight_decay};
+    if (!(j->opt = tg_optim_new(j->m.ps, &oc))) return tg_cli_fail(CMD, "%s", tg_last_error());
+    if (!(j->order = malloc(sizeof *j->order * (size_t)j->td.train.count)))
+        return tg_cli_fail(CMD, "out of memory");
+    return 0;
+}
 
+/* The trainer over the model, then its state: fresh, or the resumed run's. */
+static int setup_trainer(job *j)
+{
+    const settings *s = &j->s;
+    tg_trainer *t = &j->tr;
+    int64_t steps = j->td.train.count / j->m.B;
+    *t = (tg_trainer){.graph = j->m.gt, .loss = j->m.loss, .ps = j->m.ps, .optim = j->opt,
+                      .schedule = s->lradj, .lr = s->lr,
+                      .warmup = s->lradj == TG_LR_COSINE ? steps : 0, .epochs = s->epochs,
+                      .steps_per_epoch = steps, .patience = s->patience, .clip = s->clip,
+                      .best_path = j->rf.best, .last_path = j->rf.ckpt, .batch = fill_batch,
+                      .validate = validate, .check = check_first_loss, .progress = on_progress,
+                      .user = j, .stop = &stop_signal};
+    tg_checkpoint_init(&t->state);
+    tg_trainer_seed(t, (uint64_t)s->seed);
+    if (!(t->state.scaler = tg_scaler_new(j->td.scaler->cols, j->td.scaler->mean,
+                                          j->td.scaler->std)))
+        return tg_cli_fail(CMD, "%s", tg_last_error());
+    if (s->resume) {
+        if (tg_trainer_resume(t, &j->resume_ck))
+            return tg_cli_fail(CMD, "--resume %s", tg_last_error());
+        if (check_resume_data(s, &j->resume_ck, &t->state, &j->data_id)) return 2;
+    }
+    if (put_settings(&t->state, s, &j->m, &j->td, &j->data_id)) return 2;
     /* Resuming into another directory: the run's best weights come along
      * with the first checkpoint written there (unless that epoch is the
      * best); until then the final test reads them where they are. */
-    bool need_best_copy = s.resume && ck.best_epoch > 0 && !continuing;
-    last_saved ls = {s.resume ? s.resume : NULL, resume_ck.epoch, false};
-    if (tg_tl_mkdirs(CMD, s.out)) goto done;
-    if (s.overwrite && !continuing && run_files_present(&rf, found, sizeof found)) {
-        if (remove_run_files(&rf)) goto done;
+    j->need_best_copy = s->resume && t->state.best_epoch > 0 && !j->continuing;
+    j->ls = (last_saved){s->resume ? s->resume : NULL, j->resume_ck.epoch, false};
+    return 0;
+}
+
+/* The directory made ready, the diagram, and the run's description. */
+static int start_run(job *j)
+{
+    const settings *s = &j->s;
+    const tg_tl_data *td = &j->td;
+    char found[256], sp[64];
+    if (tg_tl_mkdirs(CMD, s->out)) return 2;
+    if (s->overwrite && !j->continuing && run_files_present(&j->rf, found, sizeof found)) {
+        if (remove_run_files(&j->rf)) return 2;
         fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
-                "(%s)\n", s.out, found);
+                "(%s)\n", s->out, found);
     }
-    remove_stale_temps(s.out);
-    tg_tl_write_diagram(CMD, &rf, &m);
+    remove_stale_temps(s->out);
+    tg_tl_write_diagram(CMD, &j->rf, &j->m);
+    printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", j->m.name,
+           (long long)tg_params_numel(j->m.ps), td->d->source, (long long)td->d->rows,
+           (long long)td->d->cols);
+    tg_split_format(&s->split, sp, sizeof sp);
+    printf("  split %s: train rows [%lld, %lld), val [%lld, %lld), test [%lld, %lld); "
+           "windows %lld / %lld / %lld (seq_len %lld, pred_len %lld)\n",
+           sp, (long long)td->rows.train_begin, (long long)td->rows.train_end,
+           (long long)td->rows.val_begin, (long long)td->rows.val_end,
+           (long long)td->rows.test_begin, (long long)td->rows.test_end,
+           (long long)td->train.count, (long long)td->val.count, (long long)td->test.count,
+           (long long)j->m.seq_len, (long long)j->m.pred_len);
+    printf("  %s lr %g (%s), batch %lld, %lld steps/epoch, %lld epochs, patience %lld, seed "
+           "%lld, %d threads -> %s/\n",
+           optim_names[s->optim], s->lr, tg_lr_schedule_name(s->lradj), (long long)j->m.B,
+           (long long)j->tr.steps_per_epoch, (long long)s->epochs, (long long)s->patience,
+           (long long)s->seed, tg_threads_get(), s->out);
+    if (s->resume)
+        printf("  resumed from %s after epoch %lld (step %lld)\n", s->resume,
+               (long long)j->tr.state.epoch, (long long)j->tr.state.step);
+    fflush(stdout);
+    return 0;
+}
 
-    int64_t steps = td.train.count / m.B;
-    double t_start = tg_tl_now(), t_before = ck.history_rows
-                                                 ? ck.history[(ck.history_rows - 1) *
-                                                              TG_CKPT_HISTORY_COLS + 5]
-                                                 : 0;
-    printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", m.name,
-           (long long)tg_params_numel(m.ps), td.d->source, (long long)td.d->rows,
-           (long long)td.d->cols);
-    {
-        char sp[64];
-        tg_split_format(&s.split, sp, sizeof sp);
-        printf("  split %s: train rows [%lld, %lld), val [%lld, %lld), test [%lld, %lld); "
-               "windows %lld / %lld / %lld (seq_len %lld, pred_len %lld)\n",
-               sp, (long long)td.rows.train_begin, (long long)td.rows.train_end,
-               (long long)td.rows.val_begin, (long long)td.rows.val_end,
-               (long long)td.rows.test_begin, (long long)td.rows.test_end,
-               (long long)td.train.count, (long long)td.val.count, (long long)td.test.count,
-               (long long)m.seq_len, (long long)m.pred_len);
-        printf("  %s lr %g (%s), batch %lld, %lld steps/epoch, %lld epochs, patience %lld, seed "
-               "%lld, %d threads -> %s/\n",
-               optim_names[s.optim], s.lr, tg_lr_schedule_name(s.lradj), (long long)m.B,
-               (long long)steps, (long long)s.epochs, (long long)s.patience, (long long)s.seed,
-               tg_threads_get(), s.out);
-        if (s.resume)
-            printf("  resumed from %s after epoch %lld (step %lld)\n", s.resume,
-                   (long long)ck.epoch, (long long)ck.step);
-        fflush(stdout);
+/* The epochs, through the library's trainer. 0, or the exit status. */
+static int train(job *j)
+{
+    tg_trainer *t = &j->tr;
+    if (!tg_trainer_run(t))
+        return t->end == TG_TRAINER_STOPPED ? report_interrupt(&j->s, &j->ls, stop_signal) : 0;
+    switch (t->phase) {
+    case TG_TRAINER_PHASE_STEP:
+        if (j->s.progress) fprintf(stderr, "\n");
+        fprintf(stderr, "tgraph train: stopped at epoch %lld step %lld: %s\n",
+                (long long)t->state.epoch + 1, (long long)t->k + 1, tg_last_error());
+        if (j->ls.ckpt)
+            fprintf(stderr, "tgraph train: the last good checkpoint is %s (after epoch %lld)\n",
+                    j->ls.ckpt, (long long)j->ls.epoch);
+        else
+            fprintf(stderr, "tgraph train: no checkpoint was written (it failed in the first "
+                    "epoch); try a smaller --lr\n");
+        return 1;
+    case TG_TRAINER_PHASE_VALIDATE: return 1;    /* said by validate() */
+    case TG_TRAINER_PHASE_PROGRESS: return 2;    /* said by on_progress() */
+    default: return tg_cli_fail(CMD, "%s", tg_last_error());
     }
-    if (!(order = malloc(sizeof *order * (size_t)td.train.count))) {
-        tg_cli_fail(CMD, "out of memory");
-        goto done;
-    }
+}
 
-    bool stopped_early = s.patience > 0 && ck.bad_epochs >= s.patience;
-    while (ck.epoch < s.epochs && !stopped_early) {
-        if (stop_signal) {
-            rc = report_interrupt(&s, &ls, stop_signal);
-            goto done;
-        }
-        double loss, t_epoch = tg_tl_now();
-        int er = train_epoch(&s, &m, &td, opt, &ck, order, steps, &loss);
-        if (er == 2) {
-            rc = report_interrupt(&s, &ls, stop_signal);
-            goto done;
-        }
-        if (er) {
-            if (ls.ckpt)
-                fprintf(stderr, "tgraph train: the last good checkpoint is %s (after epoch "
-                        "%lld)\n", ls.ckpt, (long long)ls.epoch);
-            else
-                fprintf(stderr, "tgraph train: no checkpoint was written (it failed in the first "
-                        "epoch); try a smaller --lr\n");
-            rc = 1;
-            goto done;
-        }
-        double lr_used = tg_optim_lr(opt);
-        tg_tl_metrics val;
-        char what[96];
-        snprintf(what, sizeof what, "stopped at epoch %lld (step %lld): validation",
-                 (long long)ck.epoch + 1, (long long)ck.step);
-        if (tg_tl_evaluate(CMD, what, &m, &td.val, &val, NULL)) {
-            rc = 1;
-            goto done;
-        }
-        if (!(val.mse <= TG_TL_ABSURD_MSE)) {
-            fprintf(stderr, "tgraph train: stopped at epoch %lld (step %lld): the validation MSE "
-                    "%.3g is absurd (scaled units, where the training mean scores about 1; worst "
-                    "channel '%s', column %lld, MSE %.3g): the data or the configuration is at "
-                    "fault (a column nearly constant over the training rows? validation rows on "
-                    "another scale?)\n", (long long)ck.epoch + 1, (long long)ck.step, val.mse,
-                    td.d->names ? td.d->names[val.worst_col] : "?", (long long)val.worst_col + 1,
-                    val.worst_col_mse);
-            rc = 1;
-            goto done;
-        }
-        ck.epoch++;
-        bool best = val.mse < ck.best_val;
-        if (best) {
-            ck.best_val = val.mse;
-            ck.best_epoch = ck.epoch;
-            ck.bad_epochs = 0;
-        } else {
-            ck.bad_epochs++;
-        }
-        double now = tg_tl_now();
-        double row[TG_CKPT_HISTORY_COLS] = {(double)ck.epoch, (double)ck.step, loss, val.mse,
-                                            lr_used, t_before + (now - t_start)};
-        if (tg_checkpoint_add_history(&ck, row)) {
-            tg_cli_fail(CMD, "%s", tg_last_error());
-            goto done;
-        }
-        if (need_best_copy && !best && tg_tl_copy_file(CMD, resume_best, rf.best)) goto done;
-        need_best_copy = false;
-        if ((best && tg_checkpoint_save(rf.best, m.ps, opt, &ck)) ||
-            tg_checkpoint_save(rf.ckpt, m.ps, opt, &ck)) {
-            tg_cli_fail(CMD, "saving a checkpoint: %s", tg_last_error());
-            goto done;
-        }
-        ls = (last_saved){rf.ckpt, ck.epoch, true};
-        if (tg_tl_write_curves(CMD, &rf, &ck)) goto done;
-        printf("epoch %3lld/%lld  train loss %.4f  val mse %.4f%s  lr %.3g  %.1fs\n",
-               (long long)ck.epoch, (long long)s.epochs, loss, val.mse, best ? " *" : "  ",
-               lr_used, now - t_epoch);
-        fflush(stdout);
-        stopped_early = s.patience > 0 && ck.bad_epochs >= s.patience;
-        if (stopped_early)
-            printf("early stopping: validation MSE did not improve for %lld epochs\n",
-                   (long long)s.patience);
-    }
-    if (stop_signal) {
-        rc = report_interrupt(&s, &ls, stop_signal);
-        goto done;
-    }
-
-    /* test the best model */
-    if (ck.best_epoch > 0) {
-        const char *best_path = need_best_copy ? resume_best : rf.best;
+/* The best weights on the test windows, next to the baselines. */
+static int report(job *j)
+{
+    const tg_checkpoint *st = &j->tr.state;
+    if (st->best_epoch > 0) {
+        const char *best_path = j->need_best_copy ? j->resume_best : j->rf.best;
         tg_checkpoint best;
         tg_checkpoint_init(&best);
-        if (tg_checkpoint_read(best_path, &best) || tg_checkpoint_restore_params(&best, m.ps)) {
+        if (tg_checkpoint_read(best_path, &best) || tg_checkpoint_restore_params(&best, j->m.ps)) {
             tg_checkpoint_clear(&best);
-            tg_cli_fail(CMD, "reading the best checkpoint: %s", tg_last_error());
-            goto done;
+            return tg_cli_fail(CMD, "reading the best checkpoint: %s", tg_last_error());
         }
         tg_checkpoint_clear(&best);
-        printf("best epoch %lld (val mse %.4f), weights in %s\n", (long long)ck.best_epoch,
-               ck.best_val, best_path);
+        printf("best epoch %lld (val mse %.4f), weights in %s\n", (long long)st->best_epoch,
+               st->best_val, best_path);
     }
     tg_tl_metrics test;
-    if (tg_tl_evaluate(CMD, "test", &m, &td.test, &test, NULL)) {
-        rc = 1;
-        goto done;
-    }
+    if (tg_tl_evaluate(CMD, "test", &j->m, &j->td.test, &test, NULL)) return 1;
     double rl, tm;
-    if (tg_tl_baselines(CMD, &td, &rl, &tm)) goto done;
-    printf("trained %.1fs; %lld test windows\n", t_before + (tg_tl_now() - t_start),
-           (long long)td.test.count);
+    if (tg_tl_baselines(CMD, &j->td, &rl, &tm)) return 2;
+    double seconds = st->history_rows ? st->history[(st->history_rows - 1) *
+                                                    TG_CKPT_HISTORY_COLS + 5] : 0;
+    printf("trained %.1fs; %lld test windows\n", seconds, (long long)j->td.test.count);
     tg_tl_print_result(stdout, &test, rl, tm);
-    rc = 0;
-done:
-    signals_restore();
-    free(order);
-    free(resume_dir);
-    free(resume_best);
-    free(cfg_src);
-    tg_file_id_clear(&data_id);
-    tg_tl_files_free(&rf);
-    tg_optim_free(opt);
-    tg_tl_model_free(&m);
-    tg_tl_data_free(&td);
-    tg_checkpoint_clear(&ck);
-    tg_checkpoint_clear(&resume_ck);
-    tg_config_free(cfg);
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    job j = {.s = {.data = TG_BUILTIN_DATA, .out = "runs/train", .batch = 32, .patience = 3,
+                   .lradj = TG_LR_TYPE1, .optim = TG_OPTIM_ADAM}};
+    tg_checkpoint_init(&j.resume_ck);
+    tg_trainer_init(&j.tr);
+    int rc = (j.cfg = tg_config_new()) ? 0 : tg_cli_fail(CMD, "out of memory");
+    if (!rc) rc = parse_args(&j, argc, argv);
+    if (!rc) rc = j.s.resume ? settings_from_checkpoint(&j) : settings_new(&j);
+    j.s.progress = isatty(fileno(stderr));
+    if (!rc) rc = check_out_dir(&j);
+    if (!rc) rc = build(&j);
+    if (!rc) rc = setup_trainer(&j);
+    if (!rc) rc = start_run(&j);
+    if (!rc) rc = train(&j);
+    if (!rc) rc = report(&j);
+    job_free(&j);
     return rc;
 }
+
 
 const tg_cli_cmd tg_cmd_train = {
     .name = "train",
