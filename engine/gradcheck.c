@@ -48,6 +48,102 @@ static bool checked_node(const tg_node *n)
     return n->requires_grad && (n->kind == TG_NODE_PARAM || n->kind == TG_NODE_INPUT);
 }
 
+/* What each step of one gradcheck reads: the graph, its output, the options,
+ * the random dy r, the RNG to reset before every forward and the unperturbed
+ * forward's discrete decisions. */
+typedef struct {
+    tg_graph                *g;
+    tg_node                 *out;
+    const tg_gradcheck_opts *o;
+    tg_tensor               *r;
+    tg_rng                   rng0;
+    uint64_t                 sig0;
+} gc_run;
+
+/* analytical: one backward with dy = r; parameter grads are saved and restored */
+static tg_status analytic_grads(const gc_run *G, tg_tensor **analytic, tg_tensor **saved)
+{
+    tg_graph *g = G->g;
+    tg_status st;
+    for (int i = 0; i < g->n_nodes; i++) {
+        tg_node *n = g->nodes[i];
+        if (!checked_node(n)) continue;
+        analytic[i] = tg_tensor_new(g->dtype, n->value.rank, n->value.shape);
+        if (!analytic[i]) return TG_ERR_NOMEM;
+        if (n->kind == TG_NODE_PARAM) {
+            saved[i] = tg_tensor_clone(&n->grad);
+            if (!saved[i]) return TG_ERR_NOMEM;
+            memset(n->grad.data, 0, (size_t)n->grad.numel * tg_dtype_size(n->grad.dtype));
+        }
+    }
+    g->rng = G->rng0;
+    if ((st = tg_graph_forward(g)) || (st = tg_graph_backward(g, G->out, G->r))) return st;
+    for (int i = 0; i < g->n_nodes; i++) {
+        tg_node *n = g->nodes[i];
+        if (!analytic[i]) continue;
+        tg_tensor_copy(analytic[i], &n->grad);
+        if (saved[i]) tg_tensor_copy(&n->grad, saved[i]);
+    }
+    return TG_OK;
+}
+
+/* numerical, element by element: node i's central differences against
+ * analytic[i] (every step-th element past max_per_tensor), summed up in *result */
+static tg_status check_tensor(const gc_run *G, int i, tg_tensor *const *analytic,
+                              tg_gradcheck_result *result)
+{
+    tg_graph *g = G->g;
+    tg_node *out = G->out;
+    const tg_tensor *r = G->r;
+    const tg_gradcheck_opts o = *G->o;
+    const tg_rng rng0 = G->rng0;
+    const uint64_t sig0 = G->sig0;
+    uint64_t sig_p, sig_m;
+    tg_status st;
+    tg_node *n = g->nodes[i];
+    tg_gradcheck_result res = {.pass = true, .worst_index = -1};
+    if (n->kind == TG_NODE_PARAM)
+        snprintf(res.name, sizeof res.name, "%s", n->name);
+    else
+        snprintf(res.name, sizeof res.name, "input.%s", n->name);
+    res.rank = n->value.rank;
+    memcpy(res.shape, n->value.shape, sizeof res.shape);
+    int64_t numel = n->value.numel, step = 1;
+    if (o.max_per_tensor > 0 && numel > o.max_per_tensor)
+        step = (numel + o.max_per_tensor - 1) / o.max_per_tensor;
+    for (int64_t k = 0; k < numel; k += step) {
+        double v = tg_tensor_get(&n->value, k), Lp, Lm;
+        tg_tensor_set(&n->value, k, v + o.eps);
+        st = eval_loss(g, out, r, &rng0, &Lp, &sig_p);
+        tg_tensor_set(&n->value, k, v - o.eps);
+        if (!st) st = eval_loss(g, out, r, &rng0, &Lm, &sig_m);
+        tg_tensor_set(&n->value, k, v);
+        if (st) return st;
+        if (sig_p != sig0 || sig_m != sig0) {
+            res.skipped++;
+            continue;
+        }
+        /* the perturbed value as stored (float32 rounding of x +- eps) */
+        double num = (Lp - Lm) / (2 * o.eps), ana = tg_tensor_get(analytic[i], k);
+        double err = fabs(ana - num);
+        double ratio = err / (o.atol + o.rtol * fabs(num));
+        double denom = fmax(fmax(fabs(ana), fabs(num)), o.atol / o.rtol);
+        res.checked++;
+        if (isnan(err)) ratio = INFINITY;
+        if (err / denom > res.max_rel_err || isnan(err)) res.max_rel_err = isnan(err) ? INFINITY : err / denom;
+        if (err > res.max_abs_err || isnan(err)) res.max_abs_err = isnan(err) ? INFINITY : err;
+        if (ratio > res.worst_ratio || res.worst_index < 0) {
+            res.worst_ratio = ratio;
+            res.worst_index = k;
+            res.worst_analytical = ana;
+            res.worst_numerical = num;
+        }
+    }
+    res.pass = res.worst_ratio <= 1.0;
+    *result = res;
+    return TG_OK;
+}
+
 tg_status tg_gradcheck(tg_graph *g, tg_node *out, const tg_gradcheck_opts *opts,
                        tg_gradcheck_result *results, int max_results, int *n_results,
                        bool *all_pass)
@@ -81,79 +177,15 @@ tg_status tg_gradcheck(tg_graph *g, tg_node *out, const tg_gradcheck_opts *opts,
     tg_rng_seed(&rr, o.seed ^ 0x6772616463686bull);
     tg_init_normal(r, 0, 1, &rr);
 
-    /* analytical: one backward with dy = r; parameter grads are saved and restored */
-    for (int i = 0; i < g->n_nodes; i++) {
-        tg_node *n = g->nodes[i];
-        if (!checked_node(n)) continue;
-        analytic[i] = tg_tensor_new(g->dtype, n->value.rank, n->value.shape);
-        if (!analytic[i]) {
-            st = TG_ERR_NOMEM;
-            goto done;
-        }
-        if (n->kind == TG_NODE_PARAM) {
-            saved[i] = tg_tensor_clone(&n->grad);
-            if (!saved[i]) {
-                st = TG_ERR_NOMEM;
-                goto done;
-            }
-            memset(n->grad.data, 0, (size_t)n->grad.numel * tg_dtype_size(n->grad.dtype));
-        }
-    }
-    g->rng = rng0;
-    if ((st = tg_graph_forward(g)) || (st = tg_graph_backward(g, out, r))) goto done;
-    for (int i = 0; i < g->n_nodes; i++) {
-        tg_node *n = g->nodes[i];
-        if (!analytic[i]) continue;
-        tg_tensor_copy(analytic[i], &n->grad);
-        if (saved[i]) tg_tensor_copy(&n->grad, saved[i]);
-    }
+    gc_run G = {g, out, &o, r, rng0, 0};
+    if ((st = analytic_grads(&G, analytic, saved))) goto done;
     double L0;
-    uint64_t sig0, sig_p, sig_m;
-    if ((st = eval_loss(g, out, r, &rng0, &L0, &sig0))) goto done;
+    if ((st = eval_loss(g, out, r, &rng0, &L0, &G.sig0))) goto done;
 
-    /* numerical, element by element */
     for (int i = 0; i < g->n_nodes; i++) {
-        tg_node *n = g->nodes[i];
         if (!analytic[i]) continue;
-        tg_gradcheck_result res = {.pass = true, .worst_index = -1};
-        if (n->kind == TG_NODE_PARAM)
-            snprintf(res.name, sizeof res.name, "%s", n->name);
-        else
-            snprintf(res.name, sizeof res.name, "input.%s", n->name);
-        res.rank = n->value.rank;
-        memcpy(res.shape, n->value.shape, sizeof res.shape);
-        int64_t numel = n->value.numel, step = 1;
-        if (o.max_per_tensor > 0 && numel > o.max_per_tensor)
-            step = (numel + o.max_per_tensor - 1) / o.max_per_tensor;
-        for (int64_t k = 0; k < numel; k += step) {
-            double v = tg_tensor_get(&n->value, k), Lp, Lm;
-            tg_tensor_set(&n->value, k, v + o.eps);
-            st = eval_loss(g, out, r, &rng0, &Lp, &sig_p);
-            tg_tensor_set(&n->value, k, v - o.eps);
-            if (!st) st = eval_loss(g, out, r, &rng0, &Lm, &sig_m);
-            tg_tensor_set(&n->value, k, v);
-            if (st) goto done;
-            if (sig_p != sig0 || sig_m != sig0) {
-                res.skipped++;
-                continue;
-            }
-            /* the perturbed value as stored (float32 rounding of x +- eps) */
-            double num = (Lp - Lm) / (2 * o.eps), ana = tg_tensor_get(analytic[i], k);
-            double err = fabs(ana - num);
-            double ratio = err / (o.atol + o.rtol * fabs(num));
-            double denom = fmax(fmax(fabs(ana), fabs(num)), o.atol / o.rtol);
-            res.checked++;
-            if (isnan(err)) ratio = INFINITY;
-            if (err / denom > res.max_rel_err || isnan(err)) res.max_rel_err = isnan(err) ? INFINITY : err / denom;
-            if (err > res.max_abs_err || isnan(err)) res.max_abs_err = isnan(err) ? INFINITY : err;
-            if (ratio > res.worst_ratio || res.worst_index < 0) {
-                res.worst_ratio = ratio;
-                res.worst_index = k;
-                res.worst_analytical = ana;
-                res.worst_numerical = num;
-            }
-        }
-        res.pass = res.worst_ratio <= 1.0;
+        tg_gradcheck_result res;
+        if ((st = check_tensor(&G, i, analytic, &res))) goto done;
         *all_pass &= res.pass;
         if (*n_results < max_results) results[*n_results] = res;
         (*n_results)++;

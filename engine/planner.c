@@ -126,15 +126,32 @@ static size_t place(slot *s, int n, slot **tmp)
     return total;
 }
 
-tg_status tg_graph_plan(tg_graph *g)
-{
-    if (!g) return tg_set_error(TG_ERR_INVALID, "plan: graph is NULL");
-    if (g->has_error) return tg_set_error(TG_ERR_STATE, "graph is in error: %s", g->error);
-    tg__plan_release(g);
-    propagate_requires_grad(g);
+/* What the planner works out about a graph, one step at a time. Arrays have
+ * N + 1 entries (per node; lifetimes on alias-group roots), ext ORDERS(N). */
+typedef struct {
+    tg_graph *g;
+    int       N;
+    int64_t   END;          /* after the last backward: 2N + 1 */
+    bool      lean;         /* values die at their last reader (no grads, or shared values) */
+    int64_t  *last_use;     /* the value's last time */
+    int64_t  *first_grad;   /* the first backward that writes the gradient, -1: none */
+    int      *consumers;    /* how many nodes read it */
+    int64_t  *rd_lo;        /* readers' backward times of a recomputed value */
+    int64_t  *rd_hi;
+    uint8_t  *hold;         /* values never recomputed */
+    int      *host;         /* order of the slot holding its gradient, -1: its own */
+    int      *vhost;        /* order of the slot holding its value, -1: its own */
+    int64_t  *ext;          /* per order: how far hosted buffers stretch the slot */
+    slot     *slots;        /* every buffer to place */
+    slot    **tmp;          /* room for `place` */
+} planner;
 
+/* Allocates the planner's arrays and the graph's per-node plan state; false if out of memory. */
+static bool planner_alloc(planner *pl, tg_graph *g)
+{
     const int N = g->n_nodes;
-    const int64_t END = 2 * (int64_t)N + 1;
+    *pl = (planner){.g = g, .N = N, .END = 2 * (int64_t)N + 1,
+                    .lean = !g->grad_enabled || g->share_values};
     int64_t *last_use = tg__malloc(((size_t)N + 1) * sizeof *last_use);
     int64_t *first_grad = tg__malloc(((size_t)N + 1) * sizeof *first_grad);
     int *consumers = tg__malloc(((size_t)N + 1) * sizeof *consumers);
@@ -152,14 +169,40 @@ tg_status tg_graph_plan(tg_graph *g)
     int *host = tg__malloc(((size_t)N + 1) * sizeof *host);
     int *vhost = tg__malloc(((size_t)N + 1) * sizeof *vhost);
     int64_t *ext = tg__malloc((size_t)ORDERS(N) * sizeof *ext);
-    tg_status st = TG_OK;
-    if (!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach || !g->first_writer ||
-        !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh || !rd_lo || !rd_hi || !hold ||
-        !host || !vhost || !ext)
-        goto oom;
+    pl->last_use = last_use, pl->first_grad = first_grad, pl->consumers = consumers;
+    pl->slots = slots, pl->tmp = tmp, pl->rd_lo = rd_lo, pl->rd_hi = rd_hi, pl->hold = hold;
+    pl->host = host, pl->vhost = vhost, pl->ext = ext;
+    return !(!last_use || !first_grad || !consumers || !slots || !tmp || !g->reach ||
+             !g->first_writer || !g->remat || !g->remat_fwd || !g->remat_done || !g->fresh ||
+             !rd_lo || !rd_hi || !hold || !host || !vhost || !ext);
+}
 
+/* Frees the planner's arrays (not the graph's plan state). */
+static void planner_free(planner *pl)
+{
+    tg__free(pl->last_use);
+    tg__free(pl->first_grad);
+    tg__free(pl->consumers);
+    tg__free(pl->slots);
+    tg__free(pl->tmp);
+    tg__free(pl->rd_lo);
+    tg__free(pl->rd_hi);
+    tg__free(pl->hold);
+    tg__free(pl->host);
+    tg__free(pl->vhost);
+    tg__free(pl->ext);
+}
+
+/* Starts each value's lifetime at its own forward (or the end) and counts its readers. */
+static void count_consumers(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int64_t END = pl->END;
+    const bool lean = pl->lean;
+    int64_t *last_use = pl->last_use, *first_grad = pl->first_grad;
+    int *consumers = pl->consumers;
     /* lifetimes per alias group, recorded on the group's root */
-    const bool lean = !g->grad_enabled || g->share_values;
     for (int i = 0; i < N; i++) {
         last_use[i] = lean ? i : END;
         first_grad[i] = -1;
@@ -167,15 +210,25 @@ tg_status tg_graph_plan(tg_graph *g)
     }
     for (int i = 0; i < N; i++)
         for (int k = 0; k < g->nodes[i]->n_in; k++) consumers[g->nodes[i]->in[k]->id]++;
-    /* Which values are recomputed in backward (remat_done marks them for now):
-     * cheap ops first, then (recompute on) linear outputs. A cheap op may be
-     * recomputed from recomputed values (a chain: layer_norm, then a
-     * rearrange of it); an op whose backward reads no input (rearrange) only
-     * from recomputed values and leaves, so recomputing it never keeps a
-     * value alive longer. A linear is recomputed from plain values only.
-     * `hold` marks values that stay: read after the forward through a view
-     * (kept, or an output), or inputs of a cheap recomputed op (that op is
-     * recomputed from them instead). */
+}
+
+/* Which values are recomputed in backward (remat_done marks them for now):
+ * cheap ops first, then (recompute on) linear outputs. A cheap op may be
+ * recomputed from recomputed values (a chain: layer_norm, then a
+ * rearrange of it); an op whose backward reads no input (rearrange) only
+ * from recomputed values and leaves, so recomputing it never keeps a
+ * value alive longer. A linear is recomputed from plain values only.
+ * `hold` marks values that stay: read after the forward through a view
+ * (kept, or an output), or inputs of a cheap recomputed op (that op is
+ * recomputed from them instead). */
+static void choose_recomputed(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int64_t END = pl->END;
+    int64_t *rd_lo = pl->rd_lo, *rd_hi = pl->rd_hi;
+    uint8_t *hold = pl->hold;
+    const int *consumers = pl->consumers;
     for (int i = 0; i < N; i++) rd_lo[i] = END, rd_hi[i] = -1, g->remat_done[i] = 0;
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -200,6 +253,18 @@ tg_status tg_graph_plan(tg_graph *g)
             for (int k = 0; k < n->n_in; k++) hold[tg__root_of(n->in[k])->id] = 1;
         }
     }
+}
+
+/* Each value's last reader (forward, or a backward that reads it), each
+ * recomputed value's readers, and the first backward writing each gradient. */
+static void value_lifetimes(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int64_t END = pl->END;
+    int64_t *last_use = pl->last_use, *first_grad = pl->first_grad;
+    int64_t *rd_lo = pl->rd_lo, *rd_hi = pl->rd_hi;
+    const int *consumers = pl->consumers;
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
         int r = tg__root_of(n)->id;
@@ -224,10 +289,17 @@ tg_status tg_graph_plan(tg_graph *g)
             if (first_grad[a] < 0 || t < first_grad[a]) first_grad[a] = t;
         }
     }
-    /* A recomputed value is made at its first reader's backward (rd_lo) from
-     * its inputs, which must be there then: a plain input lives that long, a
-     * recomputed one is made first (readers before their inputs, so rd_lo is
-     * final when a node is reached). */
+}
+
+/* A recomputed value is made at its first reader's backward (rd_lo) from
+ * its inputs, which must be there then: a plain input lives that long, a
+ * recomputed one is made first (readers before their inputs, so rd_lo is
+ * final when a node is reached). */
+static void recomputed_lifetimes(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    int64_t *last_use = pl->last_use, *rd_lo = pl->rd_lo, *rd_hi = pl->rd_hi;
     for (int i = N - 1; i >= 0; i--) {
         if (!g->remat_done[i] || rd_hi[i] < 0) continue;
         for (int k = 0; k < g->nodes[i]->n_in; k++) {
@@ -240,12 +312,21 @@ tg_status tg_graph_plan(tg_graph *g)
             if (rd_lo[i] > rd_hi[a]) rd_hi[a] = rd_lo[i];
         }
     }
+}
 
-    /* Values written in place (TG_OP_FWD_INPLACE), where input 0's value is
-     * read by nothing after this forward: vhost[i] is the order of the slot
-     * holding i's value (-1: its own), and ext[order] how far a hosted value
-     * (or gradient, below) stretches that slot's lifetime. Forward order, so
-     * chains (gelu, then dropout) resolve to one slot. */
+/* Values written in place (TG_OP_FWD_INPLACE), where input 0's value is
+ * read by nothing after this forward: vhost[i] is the order of the slot
+ * holding i's value (-1: its own), and ext[order] how far a hosted value
+ * (or gradient, below) stretches that slot's lifetime. Forward order, so
+ * chains (gelu, then dropout) resolve to one slot. */
+static void values_in_place(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const bool lean = pl->lean;
+    const int64_t *last_use = pl->last_use;
+    int *vhost = pl->vhost;
+    int64_t *ext = pl->ext;
     for (int o = 0; o < ORDERS(N); o++) ext[o] = -1;
     for (int i = 0; i < N; i++) {
         tg_node *n = g->nodes[i];
@@ -261,10 +342,19 @@ tg_status tg_graph_plan(tg_graph *g)
         vhost[i] = vhost[a] >= 0 ? vhost[a] : 2 * a;
         if (ext[vhost[i]] < last_use[i]) ext[vhost[i]] = last_use[i];
     }
+}
 
-    /* Gradients that share a buffer (TG_OP_BWD_DX_OVER_DY / _OVER_X): host[a]
-     * is the order of the slot holding a's gradient (-1: its own). Backward
-     * order (n before its inputs), so chains resolve to one slot. */
+/* Gradients that share a buffer (TG_OP_BWD_DX_OVER_DY / _OVER_X): host[a]
+ * is the order of the slot holding a's gradient (-1: its own). Backward
+ * order (n before its inputs), so chains resolve to one slot. */
+static void gradients_in_place(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int64_t *last_use = pl->last_use, *first_grad = pl->first_grad, *rd_hi = pl->rd_hi;
+    const int *vhost = pl->vhost;
+    int *host = pl->host;
+    int64_t *ext = pl->ext;
     for (int i = 0; i < N; i++) host[i] = -1;
     for (int i = N - 1; i >= 0; i--) {
         tg_node *n = g->nodes[i];
@@ -292,7 +382,19 @@ tg_status tg_graph_plan(tg_graph *g)
         const int64_t dies = 2 * (int64_t)N - a;
         if (ext[host[a]] < dies) ext[host[a]] = dies;
     }
+}
 
+/* One slot per buffer that needs its own bytes (values, gradients, saved and
+ * recomputed buffers), lifetimes stretched by what they host; returns how many. */
+static int collect_slots(planner *pl)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int64_t END = pl->END;
+    const int64_t *last_use = pl->last_use, *first_grad = pl->first_grad;
+    const int64_t *rd_lo = pl->rd_lo, *rd_hi = pl->rd_hi, *ext = pl->ext;
+    const int *consumers = pl->consumers, *host = pl->host, *vhost = pl->vhost;
+    slot *slots = pl->slots;
     int ns = 0;
 #define ADD_SLOT(bytes_, t0_, t1_, order_, target_)                                     \
     slots[ns++] = (slot){(bytes_), 0, (t0_), ext[order_] > (t1_) ? ext[order_] : (t1_), \
@@ -319,12 +421,24 @@ tg_status tg_graph_plan(tg_graph *g)
         g->remat_done[i] = 0;
     }
 #undef ADD_SLOT
+    return ns;
+}
+
+/* Places the slots in one block, points every buffer at its bytes (hosted
+ * ones at their host's, views at their root's); false if out of memory. */
+static bool assign_addresses(planner *pl, int ns)
+{
+    tg_graph *g = pl->g;
+    const int N = pl->N;
+    const int *host = pl->host, *vhost = pl->vhost;
+    slot *slots = pl->slots, **tmp = pl->tmp;
+    int64_t *ext = pl->ext;
     size_t bytes = place(slots, ns, tmp), scratch = 0;
     for (int i = 0; i < N; i++)
         if (g->nodes[i]->scratch > scratch) scratch = g->nodes[i]->scratch;
     g->block = tg__malloc_aligned(bytes ? bytes : ALIGN);
     g->scratch = tg__malloc_aligned(scratch ? scratch : ALIGN);
-    if (!g->block || !g->scratch) goto oom;
+    if (!g->block || !g->scratch) return false;
     memset(g->block, 0, bytes);
     for (int i = 0; i < ns; i++) {
         *slots[i].target = (unsigned char *)g->block + slots[i].offset;
@@ -344,22 +458,32 @@ tg_status tg_graph_plan(tg_graph *g)
     g->block_bytes = bytes;
     g->scratch_bytes = scratch;
     g->planned = true;
+    return true;
+}
+
+tg_status tg_graph_plan(tg_graph *g)
+{
+    if (!g) return tg_set_error(TG_ERR_INVALID, "plan: graph is NULL");
+    if (g->has_error) return tg_set_error(TG_ERR_STATE, "graph is in error: %s", g->error);
+    tg__plan_release(g);
+    propagate_requires_grad(g);
+
+    planner pl;
+    tg_status st = TG_OK;
+    if (!planner_alloc(&pl, g)) goto oom;
+    count_consumers(&pl);
+    choose_recomputed(&pl);
+    value_lifetimes(&pl);
+    recomputed_lifetimes(&pl);
+    values_in_place(&pl);
+    gradients_in_place(&pl);
+    if (!assign_addresses(&pl, collect_slots(&pl))) goto oom;
     goto done;
 oom:
-    st = tg_set_error(TG_ERR_NOMEM, "plan: out of memory planning %d nodes", N);
+    st = tg_set_error(TG_ERR_NOMEM, "plan: out of memory planning %d nodes", pl.N);
     tg__plan_release(g);
 done:
-    tg__free(last_use);
-    tg__free(first_grad);
-    tg__free(consumers);
-    tg__free(slots);
-    tg__free(tmp);
-    tg__free(rd_lo);
-    tg__free(rd_hi);
-    tg__free(hold);
-    tg__free(host);
-    tg__free(vhost);
-    tg__free(ext);
+    planner_free(&pl);
     return st;
 }
 

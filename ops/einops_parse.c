@@ -320,154 +320,222 @@ static bool put_right(axes *A, int a)
     return true;
 }
 
-bool tg__ein_prepare(const char *pattern, tg__ein_kind kind, const char *what, int rank,
-                     const int64_t *shape, int n_kw, const tg_axis_len *kw, tg__ein_recipe *r,
-                     char *err, size_t errlen)
-{
-    ctx c = {err, errlen};
-    static const side zero;
-    side L = zero, R = zero;
-    axes A = {.r = r};
-    memset(r, 0, sizeof *r);
+/* One tg__ein_prepare call's working state: the two sides, the axes, and
+ * which axes make each input dim and each output dim. */
+typedef struct prep {
+    ctx         c;
+    const char *pattern;
+    side        L, R;
+    axes        A;
+    int         n_ell;   /* input dims the left's "..." stands for */
+    int         gfirst[TG_MAX_RANK], gcount[TG_MAX_RANK];   /* input dim d: its axes */
+    int         out_first[MAX_TOK + TG_MAX_RANK], out_count[MAX_TOK + TG_MAX_RANK];
+    int         n_out;   /* output dims; o's axes: r->right[out_first[o]...] */
+} prep;
 
-    /* left_str, rght_str = pattern.split("->") */
+/* left_str, rght_str = pattern.split("->"), each side parsed and the identifiers checked. */
+static bool split_sides(prep *P, tg__ein_kind kind, const char *what, int n_kw,
+                        const tg_axis_len *kw)
+{
+    ctx *c = &P->c;
+    side *L = &P->L, *R = &P->R;
+    const char *pattern = P->pattern;
     size_t full = strlen(pattern);
-    if (full > 65536) return fail(&c, "the pattern is %zu bytes long (tgraph's limit: 65536)", full);
+    if (full > 65536) return fail(c, "the pattern is %zu bytes long (tgraph's limit: 65536)", full);
     int arrows = 0, split = -1, plen = (int)full;
     for (const char *q = pattern; (q = strstr(q, "->")) != NULL; q += 2)
         if (arrows++ == 0) split = (int)(q - pattern);
     if (arrows != 1)
-        return fail(&c, "Pattern must contain exactly one \"->\" between its left and right "
+        return fail(c, "Pattern must contain exactly one \"->\" between its left and right "
                         "side, found %d", arrows);
-    L.p = R.p = pattern;
-    L.off = 0;
-    L.len = split;
-    R.off = split + 2;
-    R.len = plen - R.off;
-    if (!parse_side(&c, &L) || !parse_side(&c, &R)) return false;
-    if (!check_identifiers(&c, kind, what, &L, &R, n_kw, kw)) return false;
+    L->p = R->p = pattern;
+    L->off = 0;
+    L->len = split;
+    R->off = split + 2;
+    R->len = plen - R->off;
+    if (!parse_side(c, L) || !parse_side(c, R)) return false;
+    if (!check_identifiers(c, kind, what, L, R, n_kw, kw)) return false;
+    return true;
+}
 
-    /* rank; "..." stands for what the other items leave */
+/* rank; "..." stands for what the other items leave */
+static bool count_ellipsis(prep *P, int rank)
+{
+    ctx *c = &P->c;
+    const side *L = &P->L;
     int n_ell = 0;
-    if (L.has_ellipsis) {
-        int other = L.n_item - 1;
+    if (L->has_ellipsis) {
+        int other = L->n_item - 1;
         if (rank < other)
-            return fail(&c, "Wrong shape: expected >=%d dims. Received %d-dim tensor.", other, rank);
+            return fail(c, "Wrong shape: expected >=%d dims. Received %d-dim tensor.", other, rank);
         n_ell = rank - other;
-    } else if (rank != L.n_item) {
-        return fail(&c, "Wrong shape: expected %d dims. Received %d-dim tensor.", L.n_item, rank);
+    } else if (rank != L->n_item) {
+        return fail(c, "Wrong shape: expected %d dims. Received %d-dim tensor.", L->n_item, rank);
     }
+    P->n_ell = n_ell;
+    return true;
+}
 
-    /* the left's elementary axes, input dim by input dim */
-    int gfirst[TG_MAX_RANK], gcount[TG_MAX_RANK], d = 0;
-    for (int i = 0; i < L.n_item; i++) {
-        const item *it = &L.it[i];
+/* the left's elementary axes, input dim by input dim */
+static bool left_axes(prep *P)
+{
+    ctx *c = &P->c;
+    const side *L = &P->L;
+    axes *A = &P->A;
+    tg__ein_recipe *r = A->r;
+    const int n_ell = P->n_ell;
+    int *gfirst = P->gfirst, *gcount = P->gcount, d = 0;
+    for (int i = 0; i < L->n_item; i++) {
+        const item *it = &L->it[i];
         if (it->bare_ellipsis) {
             for (int e = 0; e < n_ell; e++, d++) {
                 gfirst[d] = r->n_axes;
                 gcount[d] = 1;
-                A.ell[e] = r->n_axes;
-                if (!new_axis(&c, &A, &L.t[it->first], 0, UNKNOWN)) return false;
+                A->ell[e] = r->n_axes;
+                if (!new_axis(c, A, &L->t[it->first], 0, UNKNOWN)) return false;
             }
             continue;
         }
         gfirst[d] = r->n_axes;
         gcount[d] = it->count;
         for (int k = 0; k < it->count; k++) {
-            const tok *t = &L.t[it->first + k];
-            if (!new_axis(&c, &A, t, t->num, t->num ? KNOWN : UNKNOWN)) return false;
+            const tok *t = &L->t[it->first + k];
+            if (!new_axis(c, A, t, t->num, t->num ? KNOWN : UNKNOWN)) return false;
         }
         d++;
     }
     r->n_left = r->n_axes;
+    return true;
+}
 
-    /* the right: each item one output dim; new axes (repeat) get created */
-    int out_first[MAX_TOK + TG_MAX_RANK], out_count[MAX_TOK + TG_MAX_RANK], n_out = 0;
-    for (int i = 0; i < R.n_item; i++) {
-        const item *it = &R.it[i];
+/* the right: each item one output dim; new axes (repeat) get created */
+static bool right_axes(prep *P)
+{
+    ctx *c = &P->c;
+    const side *R = &P->R;
+    axes *A = &P->A;
+    tg__ein_recipe *r = A->r;
+    const char *pattern = P->pattern;
+    const int n_ell = P->n_ell;
+    int *out_first = P->out_first, *out_count = P->out_count, n_out = 0;
+    for (int i = 0; i < R->n_item; i++) {
+        const item *it = &R->it[i];
         if (it->bare_ellipsis) {
             for (int e = 0; e < n_ell; e++, n_out++) {
                 out_first[n_out] = r->n_right;
                 out_count[n_out] = 1;
-                put_right(&A, A.ell[e]);
+                put_right(A, A->ell[e]);
             }
             continue;
         }
         out_first[n_out] = r->n_right;
         for (int k = 0; k < it->count; k++) {
-            const tok *t = &R.t[it->first + k];
+            const tok *t = &R->t[it->first + k];
             if (t->ellipsis) {
-                for (int e = 0; e < n_ell; e++) put_right(&A, A.ell[e]);
+                for (int e = 0; e < n_ell; e++) put_right(A, A->ell[e]);
                 continue;
             }
             int a = t->num ? -1 : find_name(r, pattern, pattern + t->off, t->len);
             if (a < 0) {   /* repeat's new axis (the checks above allow nothing else) */
                 a = r->n_axes;
-                if (!new_axis(&c, &A, t, t->num, t->num ? KNOWN : UNKNOWN)) return false;
+                if (!new_axis(c, A, t, t->num, t->num ? KNOWN : UNKNOWN)) return false;
             }
-            put_right(&A, a);
+            put_right(A, a);
         }
         out_count[n_out] = r->n_right - out_first[n_out];
         n_out++;
     }
+    P->n_out = n_out;
+    return true;
+}
 
-    /* keyword lengths */
+/* keyword lengths */
+static bool keyword_lengths(prep *P, int n_kw, const tg_axis_len *kw)
+{
+    ctx *c = &P->c;
+    axes *A = &P->A;
+    tg__ein_recipe *r = A->r;
+    const char *pattern = P->pattern;
     for (int k = 0; k < n_kw; k++) {
         const char *nm = kw[k].name;
-        if (!nm) return fail(&c, "axis length %d has no name (NULL)", k);
-        if (name_problem(nm, (int)strlen(nm))) return fail(&c, "('Invalid name for an axis', '%s')", nm);
+        if (!nm) return fail(c, "axis length %d has no name (NULL)", k);
+        if (name_problem(nm, (int)strlen(nm))) return fail(c, "('Invalid name for an axis', '%s')", nm);
         int a = find_name(r, pattern, nm, (int)strlen(nm));
-        if (a < 0) return fail(&c, "Axis %s is not used in transform", nm);
+        if (a < 0) return fail(c, "Axis %s is not used in transform", nm);
         for (int j = 0; j < k; j++)
             if (kw[j].name && !strcmp(kw[j].name, nm))
-                return fail(&c, "Axis %s is given twice in the axis lengths", nm);
+                return fail(c, "Axis %s is given twice in the axis lengths", nm);
         if (kw[k].len < 0)
-            return fail(&c, "Axis %s has negative length %lld", nm, (long long)kw[k].len);
+            return fail(c, "Axis %s has negative length %lld", nm, (long long)kw[k].len);
         r->len[a] = kw[k].len;
-        A.state[a] = KNOWN;
+        A->state[a] = KNOWN;
     }
+    return true;
+}
 
-    /* at most one unknown per input dim */
-    for (d = 0; d < rank; d++) {
+/* at most one unknown per input dim */
+static bool one_unknown_per_dim(prep *P, int rank)
+{
+    ctx *c = &P->c;
+    side *L = &P->L;
+    const axes *A = &P->A;
+    const tg__ein_recipe *r = A->r;
+    const int *gfirst = P->gfirst, *gcount = P->gcount;
+    for (int d = 0; d < rank; d++) {
         setstr u = {.n = 0};
         char buf[300];
         for (int k = 0; k < gcount[d]; k++) {
             int a = gfirst[d] + k;
-            if (A.state[a] == UNKNOWN) {
+            if (A->state[a] == UNKNOWN) {
                 tok t = {r->name_off[a], r->name_len[a], 0, false};
-                set_add(&u, &L, &t);
+                set_add(&u, L, &t);
             }
         }
-        if (u.count > 1) return fail(&c, "Could not infer sizes for %s", set_str(&u, buf, sizeof buf));
+        if (u.count > 1) return fail(c, "Could not infer sizes for %s", set_str(&u, buf, sizeof buf));
     }
+    return true;
+}
 
-    /* infer from the input shape, dim by dim */
-    for (d = 0; d < rank; d++) {
+/* infer from the input shape, dim by dim */
+static bool infer_lengths(prep *P, int rank, const int64_t *shape)
+{
+    ctx *c = &P->c;
+    const axes *A = &P->A;
+    tg__ein_recipe *r = A->r;
+    const int *gfirst = P->gfirst, *gcount = P->gcount;
+    for (int d = 0; d < rank; d++) {
         int64_t len = shape[d], known = 1;
         int unknown = -1;
         for (int k = 0; k < gcount[d]; k++) {
             int a = gfirst[d] + k;
-            if (A.state[a] == UNKNOWN)
+            if (A->state[a] == UNKNOWN)
                 unknown = a;
             else if (!tg__mul_overflow_i64(known, r->len[a], &known))
-                return fail(&c, "Shape mismatch, the axis lengths of dim %d overflow", d);
+                return fail(c, "Shape mismatch, the axis lengths of dim %d overflow", d);
         }
         if (unknown >= 0 && gcount[d] == 1) {
             r->len[unknown] = len;
         } else if (unknown < 0) {
             if (len != known)
-                return fail(&c, "Shape mismatch, %lld != %lld", (long long)len, (long long)known);
+                return fail(c, "Shape mismatch, %lld != %lld", (long long)len, (long long)known);
         } else {
             if (known == 0 || len % known)
-                return fail(&c, "Shape mismatch, can't divide axis of length %lld in chunks of %lld",
+                return fail(c, "Shape mismatch, can't divide axis of length %lld in chunks of %lld",
                             (long long)len, (long long)known);
             r->len[unknown] = len / known;
         }
     }
+    return true;
+}
 
-    /* the output shape */
+/* the output shape */
+static bool output_shape(prep *P)
+{
+    ctx *c = &P->c;
+    tg__ein_recipe *r = P->A.r;
+    const int *out_first = P->out_first, *out_count = P->out_count, n_out = P->n_out;
     if (n_out > TG_MAX_RANK)
-        return fail(&c, "the result would have %d dims; tgraph supports at most %d", n_out,
+        return fail(c, "the result would have %d dims; tgraph supports at most %d", n_out,
                     TG_MAX_RANK);
     r->out_rank = n_out;
     int64_t total = 1;
@@ -475,10 +543,25 @@ bool tg__ein_prepare(const char *pattern, tg__ein_kind kind, const char *what, i
         int64_t len = 1;
         for (int k = 0; k < out_count[o]; k++)
             if (!tg__mul_overflow_i64(len, r->len[r->right[out_first[o] + k]], &len))
-                return fail(&c, "the result's dim %d overflows int64", o);
+                return fail(c, "the result's dim %d overflows int64", o);
         r->out_shape[o] = len;
         if (!tg__mul_overflow_i64(total, len, &total) || total > (INT64_MAX >> 5))
-            return fail(&c, "the result has too many elements");
+            return fail(c, "the result has too many elements");
     }
     return true;
+}
+
+bool tg__ein_prepare(const char *pattern, tg__ein_kind kind, const char *what, int rank,
+                     const int64_t *shape, int n_kw, const tg_axis_len *kw, tg__ein_recipe *r,
+                     char *err, size_t errlen)
+{
+    static const prep zero;
+    prep P = zero;
+    P.c = (ctx){err, errlen};
+    P.pattern = pattern;
+    P.A.r = r;
+    memset(r, 0, sizeof *r);
+    return split_sides(&P, kind, what, n_kw, kw) && count_ellipsis(&P, rank) && left_axes(&P) &&
+           right_axes(&P) && keyword_lengths(&P, n_kw, kw) && one_unknown_per_dim(&P, rank) &&
+           infer_lengths(&P, rank, shape) && output_shape(&P);
 }

@@ -154,111 +154,126 @@ static void print_config(const tg_layer_class *cls, const void *cfg)
     printf("}");
 }
 
-static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
+/* One layer's benchmark: its training graph, then its inference graph, and the timings. */
+typedef struct {
+    const bench_opts *bo;
+    tg_cli_layer      c;
+    tg_graph         *infer;
+    tg_tensor        *dy;
+    tg_optim         *opt;
+    tg_rng            rng;
+    tg_rng            rng_inputs;   /* the inference graph draws the same inputs again */
+    step_ctx          s;
+    tg_bench_opts     o;
+    tg_bench_result   train, inf;
+    tg_op_time        prof_train[MAX_PROFILED_OPS], prof_infer[MAX_PROFILED_OPS];
+    int               n_prof_train, n_prof_infer;
+    double            plan_mb;      /* the training graph's planned memory */
+} layer_bench;
+
+/* the training graph: dropout on; a layer without parameters (full_attention)
+ * differentiates its inputs instead, so backward has work to do */
+static int build_train_graph(layer_bench *B, const char *layer, tg_config *cfg)
 {
-    tg_cli_layer c = {0};
-    tg_graph *infer = NULL;
-    tg_tensor *dy = NULL;
-    tg_optim *opt = NULL;
-    int rc = 2;
-    tg_rng rng;
-    tg_rng_seed(&rng, 0);
-    if (tg_cli_layer_build(&c, "bench", layer, cfg, NULL, TG_F32, &rng, false)) goto done;
-    /* the training graph: dropout on; a layer without parameters (full_attention)
-     * differentiates its inputs instead, so backward has work to do */
-    tg_graph_set_training(c.g, true);
-    tg_graph_set_share_values(c.g, true);   /* as tgraph train: one backward per forward */
-    tg_graph_set_recompute(c.g, bo->recompute);
-    bool no_params = tg_params_count(c.ps) == 0;
-    const tg_rng rng_inputs = rng;   /* the inference graph draws the same inputs again */
-    for (int i = 0; i < c.n_in; i++) {
-        const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
-        if (set_input(c.layer, i, c.in[i], &rng) ||
-            (no_params && spec->differentiable && tg_node_set_requires_grad(c.in[i], true))) {
-            rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
-            goto done;
-        }
+    tg_cli_layer *c = &B->c;
+    if (tg_cli_layer_build(c, "bench", layer, cfg, NULL, TG_F32, &B->rng, false)) return 2;
+    tg_graph_set_training(c->g, true);
+    tg_graph_set_share_values(c->g, true);   /* as tgraph train: one backward per forward */
+    tg_graph_set_recompute(c->g, B->bo->recompute);
+    bool no_params = tg_params_count(c->ps) == 0;
+    B->rng_inputs = B->rng;
+    for (int i = 0; i < c->n_in; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
+        if (set_input(c->layer, i, c->in[i], &B->rng) ||
+            (no_params && spec->differentiable && tg_node_set_requires_grad(c->in[i], true)))
+            return tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
     }
-    const tg_tensor *y = tg_node_value(c.out.y);
-    if (!(dy = tg_tensor_new(TG_F32, y->rank, y->shape))) {
-        rc = tg_cli_fail("bench", "%s", tg_last_error());
-        goto done;
-    }
-    fill_input(dy, true, &rng);
+    const tg_tensor *y = tg_node_value(c->out.y);
+    if (!(B->dy = tg_tensor_new(TG_F32, y->rank, y->shape)))
+        return tg_cli_fail("bench", "%s", tg_last_error());
+    fill_input(B->dy, true, &B->rng);
     tg_optim_config oc = {.kind = TG_OPTIM_ADAM, .lr = 1e-4};
-    if (!(opt = tg_optim_new(c.ps, &oc))) {
-        rc = tg_cli_fail("bench", "%s", tg_last_error());
-        goto done;
-    }
+    if (!(B->opt = tg_optim_new(c->ps, &oc))) return tg_cli_fail("bench", "%s", tg_last_error());
+    return 0;
+}
 
-    step_ctx s = {.c = &c, .dy = dy, .opt = opt};
-    tg_bench_opts o = {.warmup = bo->warmup, .min_time = bo->min_time, .min_runs = 5,
-                       .clock = CLOCK_MONOTONIC};
-    tg_bench_result train, inf;
-    tg_op_time prof_train[MAX_PROFILED_OPS], prof_infer[MAX_PROFILED_OPS];
-    int n_prof_train = 0, n_prof_infer = 0;
-    tg_graph_set_profile(c.g, bo->profile);
-    int st = tg_bench_time(train_step, &s, &o, &train);
-    if (st) {
-        rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
-        goto done;
-    }
-    /* the training graph's memory goes before the inference graph is built, as
-     * in a process that trains and then serves: the peak RSS is the larger of
-     * the two phases, not their sum (PyTorch frees its autograd buffers too) */
-    const double plan_mb = (double)tg_graph_planned_bytes(c.g) / (1024.0 * 1024.0);
-    if (bo->profile) n_prof_train = tg_graph_profile(c.g, prof_train, MAX_PROFILED_OPS);
-    tg_graph_free(c.g);
-    c.g = NULL;
+/* Training steps timed; then the training graph's memory goes before the
+ * inference graph is built, as in a process that trains and then serves: the
+ * peak RSS is the larger of the two phases, not their sum (PyTorch frees its
+ * autograd buffers too) */
+static int time_train(layer_bench *B)
+{
+    tg_cli_layer *c = &B->c;
+    B->s = (step_ctx){.c = c, .dy = B->dy, .opt = B->opt};
+    B->o = (tg_bench_opts){.warmup = B->bo->warmup, .min_time = B->bo->min_time, .min_runs = 5,
+                           .clock = CLOCK_MONOTONIC};
+    tg_graph_set_profile(c->g, B->bo->profile);
+    int st = tg_bench_time(train_step, &B->s, &B->o, &B->train);
+    if (st) return tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
+    B->plan_mb = (double)tg_graph_planned_bytes(c->g) / (1024.0 * 1024.0);
+    if (B->bo->profile) B->n_prof_train = tg_graph_profile(c->g, B->prof_train, MAX_PROFILED_OPS);
+    tg_graph_free(c->g);
+    c->g = NULL;
+    return 0;
+}
 
-    /* the inference graph: same layer and parameters, no gradients, eval mode */
+/* the inference graph: same layer and parameters, no gradients, eval mode; timed */
+static int time_infer(layer_bench *B)
+{
+    const tg_cli_layer *c = &B->c;
     tg_node *in[TG_MAX_LAYER_INPUTS];
     tg_layer_outputs out;
-    if (!(infer = tg_graph_new(TG_F32))) {
-        rc = tg_cli_fail("bench", "%s", tg_last_error());
-        goto done;
+    if (!(B->infer = tg_graph_new(TG_F32))) return tg_cli_fail("bench", "%s", tg_last_error());
+    tg_graph_set_grad_enabled(B->infer, false);
+    B->rng = B->rng_inputs;
+    for (int i = 0; i < c->n_in; i++) {
+        const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
+        in[i] = tg_input(B->infer, spec->name, TG_F32, spec->rank, spec->shape);
+        if (in[i] && set_input(c->layer, i, in[i], &B->rng))
+            return tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
     }
-    tg_graph_set_grad_enabled(infer, false);
-    rng = rng_inputs;
-    for (int i = 0; i < c.n_in; i++) {
-        const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
-        in[i] = tg_input(infer, spec->name, TG_F32, spec->rank, spec->shape);
-        if (in[i] && set_input(c.layer, i, in[i], &rng)) {
-            rc = tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
-            goto done;
-        }
-    }
-    if (tg_layer_build(c.layer, infer, in, &out)) {
-        rc = tg_cli_fail("bench", "%s", tg_last_error());
-        goto done;
-    }
+    if (tg_layer_build(c->layer, B->infer, in, &out))
+        return tg_cli_fail("bench", "%s", tg_last_error());
+    B->s.infer = B->infer;
+    tg_graph_set_profile(B->infer, B->bo->profile);
+    int st = tg_bench_time(infer_step, &B->s, &B->o, &B->inf);
+    if (st) return tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
+    if (B->bo->profile)
+        B->n_prof_infer = tg_graph_profile(B->infer, B->prof_infer, MAX_PROFILED_OPS);
+    return 0;
+}
 
-    s.infer = infer;
-    tg_graph_set_profile(infer, bo->profile);
-    st = tg_bench_time(infer_step, &s, &o, &inf);
-    if (st) {
-        rc = tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
-        goto done;
-    }
-    if (bo->profile) {
-        n_prof_infer = tg_graph_profile(infer, prof_infer, MAX_PROFILED_OPS);
-        print_profile(prof_train, n_prof_train < MAX_PROFILED_OPS ? n_prof_train : MAX_PROFILED_OPS,
-                      bo->warmup + train.runs, prof_infer,
+/* The profiles (with --profile) and the one JSON line of results. */
+static void print_layer_result(const layer_bench *B, const char *layer)
+{
+    const bench_opts *bo = B->bo;
+    const int n_prof_train = B->n_prof_train, n_prof_infer = B->n_prof_infer;
+    if (bo->profile)
+        print_profile(B->prof_train,
+                      n_prof_train < MAX_PROFILED_OPS ? n_prof_train : MAX_PROFILED_OPS,
+                      bo->warmup + B->train.runs, B->prof_infer,
                       n_prof_infer < MAX_PROFILED_OPS ? n_prof_infer : MAX_PROFILED_OPS,
-                      bo->warmup + inf.runs);
-    }
+                      bo->warmup + B->inf.runs);
     printf("{\"layer\":\"%s\",\"config\":", layer);
-    print_config(tg_layer_class_find(layer), tg_layer_config(c.layer));
+    print_config(tg_layer_class_find(layer), tg_layer_config(B->c.layer));
     printf(",\"train_step_ms\":%.4f,\"infer_ms\":%.4f,\"params\":%lld,\"peak_rss_mb\":%.1f,"
            "\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
-           train.median * 1e3, inf.median * 1e3, (long long)tg_params_numel(c.ps),
-           tg_bench_peak_rss_mb(), plan_mb, tg_threads_get(), bo->recompute ? "true" : "false");
-    rc = 0;
-done:
-    tg_tensor_free(dy);
-    tg_optim_free(opt);
-    tg_graph_free(infer);
-    tg_cli_layer_free(&c);
+           B->train.median * 1e3, B->inf.median * 1e3, (long long)tg_params_numel(B->c.ps),
+           tg_bench_peak_rss_mb(), B->plan_mb, tg_threads_get(), bo->recompute ? "true" : "false");
+}
+
+static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
+{
+    layer_bench B = {.bo = bo};
+    tg_rng_seed(&B.rng, 0);
+    int rc = build_train_graph(&B, layer, cfg);
+    if (!rc) rc = time_train(&B);
+    if (!rc) rc = time_infer(&B);
+    if (!rc) print_layer_result(&B, layer);
+    tg_tensor_free(B.dy);
+    tg_optim_free(B.opt);
+    tg_graph_free(B.infer);
+    tg_cli_layer_free(&B.c);
     return rc;
 }
 

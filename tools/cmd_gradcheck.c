@@ -186,62 +186,12 @@ done:
     return rc;
 }
 
-static int run(int argc, char **argv)
+/* `tgraph gradcheck LAYER ...`: the layer in float64, parameters perturbed, inputs random. */
+static int layer_gradcheck(const char *layer, tg_config *cfg, int64_t seed, int64_t max_per)
 {
-    tg_args a;
-    tg_args_init(&a, "gradcheck", argc, argv);
-    const char *layer = NULL, *arg, *v;
-    int64_t seed = 0, max_per = 0;
-    tg_config *cfg = tg_config_new();
     tg_cli_layer c = {0};
     tg_gradcheck_result *res = NULL;
-    op_sources src = {0};
     int rc = 2;
-    if (!cfg) return tg_cli_fail("gradcheck", "out of memory");
-    while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("gradcheck", cfg, v)) goto done;
-        } else if (!strcmp(arg, "--seed")) {
-            if (!tg_args_int(&a, 0, INT64_MAX, &seed)) goto done;
-        } else if (!strcmp(arg, "--max-per-tensor")) {
-            if (!tg_args_int(&a, 0, INT64_MAX, &max_per)) goto done;
-        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--shape")) {
-            if (src.n == TG_OP_MAX_INPUTS) {
-                rc = tg_cli_fail("gradcheck", "more than %d inputs", TG_OP_MAX_INPUTS);
-                goto done;
-            }
-            src.is_file[src.n] = !strcmp(arg, "--in");
-            if (!tg_args_value(&a, &src.text[src.n++])) goto done;
-        } else if (arg[0] != '-' && !layer) {
-            layer = arg;
-        } else if (arg[0] != '-' && strchr(arg, '=')) {
-            if (tg_cli_set("gradcheck", cfg, arg)) goto done;   /* op attributes: k=3 */
-        } else {
-            rc = tg_cli_unknown(&a, arg);
-            goto done;
-        }
-    }
-    if (!layer) {
-        rc = tg_cli_fail("gradcheck", "missing LAYER or OP (see tgraph layers, tgraph op --help)");
-        goto done;
-    }
-    const tg_op_def *op = tg_op_find(layer);
-    if (op && (!tg_layer_class_find(layer) || src.n)) {
-        rc = op_gradcheck(op, cfg, &src, seed, max_per);
-        goto done;
-    }
-    if (!op && !tg_layer_class_find(layer)) {
-        char ops[1024];
-        tg_op_names(ops, sizeof ops);
-        rc = tg_cli_fail("gradcheck", "'%s' is neither a layer (see tgraph layers) nor an op "
-                         "(ops: %s)", layer, ops);
-        goto done;
-    }
-    if (src.n) {
-        rc = tg_cli_fail("gradcheck", "--in and --shape are for single ops; %s is a layer (its "
-                         "inputs are random)", layer);
-        goto done;
-    }
     tg_rng rng;
     tg_rng_seed(&rng, (uint64_t)seed);
     if (tg_cli_layer_build(&c, "gradcheck", layer, cfg, NULL, TG_F64, &rng, true)) goto done;
@@ -276,7 +226,76 @@ static int run(int argc, char **argv)
 done:
     free(res);
     tg_cli_layer_free(&c);
-    tg_config_free(cfg);
+    return rc;
+}
+
+/* The command line of `tgraph gradcheck`. */
+typedef struct {
+    const char *layer;   /* LAYER or OP */
+    int64_t     seed, max_per;
+    tg_config  *cfg;     /* --set values, or the op's ATTR=VALUE */
+    op_sources  src;     /* --in / --shape, for an op */
+} gc_args;
+
+/* The command line; 2 (or the unknown argument's code) when it is wrong. */
+static int parse_args(gc_args *G, int argc, char **argv)
+{
+    tg_args a;
+    tg_args_init(&a, "gradcheck", argc, argv);
+    const char *arg, *v;
+    op_sources *src = &G->src;
+    while ((arg = tg_args_next(&a))) {
+        if (!strcmp(arg, "--set")) {
+            if (!tg_args_value(&a, &v) || tg_cli_set("gradcheck", G->cfg, v)) return 2;
+        } else if (!strcmp(arg, "--seed")) {
+            if (!tg_args_int(&a, 0, INT64_MAX, &G->seed)) return 2;
+        } else if (!strcmp(arg, "--max-per-tensor")) {
+            if (!tg_args_int(&a, 0, INT64_MAX, &G->max_per)) return 2;
+        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--shape")) {
+            if (src->n == TG_OP_MAX_INPUTS)
+                return tg_cli_fail("gradcheck", "more than %d inputs", TG_OP_MAX_INPUTS);
+            src->is_file[src->n] = !strcmp(arg, "--in");
+            if (!tg_args_value(&a, &src->text[src->n++])) return 2;
+        } else if (arg[0] != '-' && !G->layer) {
+            G->layer = arg;
+        } else if (arg[0] != '-' && strchr(arg, '=')) {
+            if (tg_cli_set("gradcheck", G->cfg, arg)) return 2;   /* op attributes: k=3 */
+        } else {
+            return tg_cli_unknown(&a, arg);
+        }
+    }
+    return 0;
+}
+
+/* An op (its own name, or with --in/--shape where a layer shares it) or a layer. */
+static int gradcheck_named(gc_args *G)
+{
+    const char *layer = G->layer;
+    if (!layer)
+        return tg_cli_fail("gradcheck",
+                           "missing LAYER or OP (see tgraph layers, tgraph op --help)");
+    const tg_op_def *op = tg_op_find(layer);
+    if (op && (!tg_layer_class_find(layer) || G->src.n))
+        return op_gradcheck(op, G->cfg, &G->src, G->seed, G->max_per);
+    if (!op && !tg_layer_class_find(layer)) {
+        char ops[1024];
+        tg_op_names(ops, sizeof ops);
+        return tg_cli_fail("gradcheck", "'%s' is neither a layer (see tgraph layers) nor an op "
+                           "(ops: %s)", layer, ops);
+    }
+    if (G->src.n)
+        return tg_cli_fail("gradcheck", "--in and --shape are for single ops; %s is a layer (its "
+                           "inputs are random)", layer);
+    return layer_gradcheck(layer, G->cfg, G->seed, G->max_per);
+}
+
+static int run(int argc, char **argv)
+{
+    gc_args G = {0};
+    if (!(G.cfg = tg_config_new())) return tg_cli_fail("gradcheck", "out of memory");
+    int rc = parse_args(&G, argc, argv);
+    if (!rc) rc = gradcheck_named(&G);
+    tg_config_free(G.cfg);
     return rc;
 }
 

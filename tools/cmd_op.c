@@ -108,176 +108,199 @@ static tg_node *loss_node(tg_graph *g, tg_node *const *out, const int *fo, int n
     return L;
 }
 
-static int run(int argc, char **argv)
+/* One `tgraph op` call: what the command line asks for, and what it builds. */
+typedef struct {
+    const char      *name;                         /* the op's name, as given */
+    file_list        ins, outs, dys, grads;        /* --in, --out, --grad-output, --grad */
+    tg_config       *cfg;                          /* the ATTR=VALUE attributes */
+    bool             listed;                       /* --man / --markdown: printed, done */
+    const tg_op_def *op;
+    tg_op_call       call;
+    bool             call_ok;                      /* call holds something to free */
+    tg_tensor       *t[TG_OP_MAX_INPUTS];          /* the --in tensors (NULL: omitted) */
+    tg_tensor       *dy[TG_OP_MAX_OUTPUTS];        /* the --grad-output tensors, in dt */
+    tg_dtype         dt;                           /* float64 when any float input is */
+    bool             want_grads;
+    tg_graph        *g;
+    tg_node         *in[TG_OP_MAX_INPUTS], *out[TG_OP_MAX_OUTPUTS];
+    int              n_out;
+    int              fo[TG_OP_MAX_OUTPUTS], n_fo;  /* float outputs */
+    int              n_fi;                         /* float inputs with grads */
+    tg_node         *L;                            /* what backward starts from */
+} op_run;
+
+/* The command line: files, the op's name and its attributes. */
+static int parse_args(op_run *R, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "op", argc, argv);
-    const char *name = NULL, *arg;
-    file_list ins = {0}, outs = {0}, dys = {0}, grads = {0};
-    tg_config *cfg = tg_config_new();
-    tg_tensor *t[TG_OP_MAX_INPUTS] = {0}, *dy[TG_OP_MAX_OUTPUTS] = {0};
-    tg_op_call call = {0};
-    tg_graph *g = NULL;
-    bool call_ok = false;
-    char names[1024];
-    int rc = 2;
-    if (!cfg) return tg_cli_fail("op", "out of memory");
+    const char *arg;
     while ((arg = tg_args_next(&a))) {
         if (!strcmp(arg, "--man") || !strcmp(arg, "--markdown")) {
             /* hidden: the op list for the man page / as Markdown */
             if (!strcmp(arg, "--man")) print_man(stdout);
             else print_markdown(stdout);
-            rc = 0;
-            goto done;
+            R->listed = true;
+            return 0;
         } else if (!strcmp(arg, "--in")) {
-            if (add_file(&a, &ins, TG_OP_MAX_INPUTS)) goto done;
+            if (add_file(&a, &R->ins, TG_OP_MAX_INPUTS)) return 2;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
-            if (add_file(&a, &outs, TG_OP_MAX_OUTPUTS)) goto done;
+            if (add_file(&a, &R->outs, TG_OP_MAX_OUTPUTS)) return 2;
         } else if (!strcmp(arg, "--grad-output")) {
-            if (add_file(&a, &dys, TG_OP_MAX_OUTPUTS)) goto done;
+            if (add_file(&a, &R->dys, TG_OP_MAX_OUTPUTS)) return 2;
         } else if (!strcmp(arg, "--grad")) {
-            if (add_file(&a, &grads, TG_OP_MAX_INPUTS)) goto done;
-        } else if (arg[0] != '-' && !name) {
-            name = arg;
+            if (add_file(&a, &R->grads, TG_OP_MAX_INPUTS)) return 2;
+        } else if (arg[0] != '-' && !R->name) {
+            R->name = arg;
         } else if (arg[0] != '-' && strchr(arg, '=')) {
-            if (tg_config_set(cfg, arg)) {
-                rc = tg_cli_fail("op", "%s: attribute %s", name, tg_last_error());
-                goto done;
-            }
+            if (tg_config_set(R->cfg, arg))
+                return tg_cli_fail("op", "%s: attribute %s", R->name, tg_last_error());
         } else {
-            rc = tg_cli_unknown(&a, arg);
-            goto done;
+            return tg_cli_unknown(&a, arg);
         }
     }
+    return 0;
+}
+
+/* The files checked against each other, the op found, its attributes read. */
+static int find_op(op_run *R)
+{
+    char names[1024];
     tg_op_names(names, sizeof names);
-    if (check_files(&ins, &dys, &outs, &grads)) goto done;
-    if (!name) {
-        rc = tg_cli_fail("op", "missing NAME (ops: %s; see tgraph op --help)", names);
-        goto done;
+    if (check_files(&R->ins, &R->dys, &R->outs, &R->grads)) return 2;
+    if (!R->name) return tg_cli_fail("op", "missing NAME (ops: %s; see tgraph op --help)", names);
+    if (!(R->op = tg_op_find(R->name)))
+        return tg_cli_fail("op", "unknown op '%s' (ops: %s)", R->name, names);
+    if (tg_op_call_init(&R->call, R->op, R->cfg)) return tg_cli_fail("op", "%s", tg_last_error());
+    R->call_ok = true;
+    return 0;
+}
+
+/* The inputs loaded, the graph of their leaves and the one op built. */
+static int build_graph(op_run *R)
+{
+    const tg_op_def *op = R->op;
+    if (load_inputs(op, &R->ins, R->t)) return 2;
+    R->want_grads = R->dys.n || R->grads.n;
+    R->dt = TG_F32;   /* float64 when any float input is */
+    for (int i = 0; i < R->ins.n; i++)
+        if (R->t[i] && R->t[i]->dtype == TG_F64) R->dt = TG_F64;
+    if (!(R->g = tg_graph_new(R->dt))) return tg_cli_fail("op", "%s", tg_last_error());
+    if (!R->want_grads) tg_graph_set_grad_enabled(R->g, false);
+    if (tg_op_make_inputs(R->g, op, R->t, R->ins.n, R->want_grads, R->in))
+        return graph_fail(op, tg_last_error());
+    if (tg_op_build(R->g, &R->call, R->in, R->ins.n, R->out, TG_OP_MAX_OUTPUTS, &R->n_out))
+        return graph_fail(op, tg_graph_error(R->g));
+    if (R->outs.n != R->n_out)
+        return tg_cli_fail("op", "%s: expected %d --out file%s (one per output), got %d", op->name,
+                           R->n_out, R->n_out == 1 ? "" : "s", R->outs.n);
+    for (int j = 0; j < R->n_out; j++) {
+        tg_node_keep(R->out[j]);
+        if (tg_dtype_is_float(tg_node_value(R->out[j])->dtype)) R->fo[R->n_fo++] = j;
     }
-    const tg_op_def *op = tg_op_find(name);
-    if (!op) {
-        rc = tg_cli_fail("op", "unknown op '%s' (ops: %s)", name, names);
-        goto done;
+    for (int i = 0; i < R->ins.n; i++)
+        R->n_fi += R->t[i] && tg_op_input_differentiable(op, i, R->t[i]->dtype);
+    return 0;
+}
+
+/* --grad-output #j, checked against float output j and converted to the graph's dtype. */
+static int load_grad_output(op_run *R, int j)
+{
+    const tg_op_def *op = R->op;
+    const tg_tensor *y = tg_node_value(R->out[R->fo[j]]);
+    tg_tensor *raw = NULL;
+    char a1[160], a2[160];
+    if (tg_npy_load(R->dys.path[j], &raw))
+        return tg_cli_fail("op", "%s: --grad-output #%d %s", op->name, j + 1, tg_last_error());
+    if (!tg_dtype_is_float(raw->dtype) || !tg_tensor_same_shape(raw, y)) {
+        int rc = tg_cli_fail("op", "%s: --grad-output #%d %s: expected a float array of the "
+                             "output's shape %s, got %s %s", op->name, j + 1, R->dys.path[j],
+                             tg_shape_str(y->rank, y->shape, a1, sizeof a1),
+                             tg_dtype_name(raw->dtype),
+                             tg_shape_str(raw->rank, raw->shape, a2, sizeof a2));
+        tg_tensor_free(raw);
+        return rc;
     }
-    if (tg_op_call_init(&call, op, cfg)) {
-        rc = tg_cli_fail("op", "%s", tg_last_error());
-        goto done;
+    R->dy[j] = tg_tensor_new(R->dt, raw->rank, raw->shape);
+    tg_status st = R->dy[j] ? tg_tensor_copy(R->dy[j], raw) : TG_ERR_NOMEM;
+    tg_tensor_free(raw);
+    if (st) return tg_cli_fail("op", "%s: %s", op->name, tg_last_error());
+    return 0;
+}
+
+/* With --grad-output/--grad: the files counted, dy loaded, the loss node built. */
+static int prepare_backward(op_run *R)
+{
+    const tg_op_def *op = R->op;
+    const int n_fo = R->n_fo, n_fi = R->n_fi;
+    if (n_fo == 0 || n_fi == 0)
+        return tg_cli_fail("op", "%s: nothing to differentiate here (%s); drop --grad-output "
+                           "and --grad", op->name, n_fo ? "no float input takes a gradient"
+                                                        : "no float output");
+    if (R->dys.n != n_fo || R->grads.n != n_fi)
+        return tg_cli_fail("op", "%s: expected %d --grad-output file%s (one per float output) "
+                           "and %d --grad file%s (one per float input), got %d and %d",
+                           op->name, n_fo, n_fo == 1 ? "" : "s", n_fi, n_fi == 1 ? "" : "s",
+                           R->dys.n, R->grads.n);
+    for (int j = 0; j < n_fo; j++) {
+        int rc = load_grad_output(R, j);
+        if (rc) return rc;
     }
-    call_ok = true;
-    if (load_inputs(op, &ins, t)) goto done;
-    bool want_grads = dys.n || grads.n;
-    tg_dtype dt = TG_F32;   /* float64 when any float input is */
-    for (int i = 0; i < ins.n; i++)
-        if (t[i] && t[i]->dtype == TG_F64) dt = TG_F64;
-    if (!(g = tg_graph_new(dt))) {
-        rc = tg_cli_fail("op", "%s", tg_last_error());
-        goto done;
+    if (!(R->L = loss_node(R->g, R->out, R->fo, n_fo, R->dy)))
+        return graph_fail(op, tg_graph_error(R->g));
+    return 0;
+}
+
+/* Forward, and each output to its --out file. */
+static int write_outputs(op_run *R)
+{
+    const tg_op_def *op = R->op;
+    if (tg_graph_forward(R->g)) return graph_fail(op, tg_last_error());
+    for (int j = 0; j < R->n_out; j++)
+        if (tg_npy_save(R->outs.path[j], tg_node_value(R->out[j])))
+            return tg_cli_fail("op", "%s: --out #%d %s: %s", op->name, j + 1, R->outs.path[j],
+                               tg_last_error());
+    return 0;
+}
+
+/* Backward, and each float input's gradient to its --grad file (zeros when none flowed). */
+static int write_grads(op_run *R)
+{
+    const tg_op_def *op = R->op;
+    tg_tensor *const *t = R->t;
+    if (tg_graph_backward(R->g, R->L, R->n_fo == 1 ? R->dy[0] : NULL))
+        return graph_fail(op, tg_last_error());
+    for (int i = 0, k = 0; i < R->ins.n; i++) {
+        if (!t[i] || !tg_op_input_differentiable(op, i, t[i]->dtype)) continue;
+        const tg_tensor *gr = tg_node_grad(R->in[i]);
+        tg_tensor *zero = gr ? NULL : tg_tensor_new(R->dt, t[i]->rank, t[i]->shape);
+        tg_status st = gr || zero ? tg_npy_save(R->grads.path[k], gr ? gr : zero) : TG_ERR_NOMEM;
+        tg_tensor_free(zero);
+        if (st)
+            return tg_cli_fail("op", "%s: --grad #%d %s: %s", op->name, k + 1, R->grads.path[k],
+                               tg_last_error());
+        k++;
     }
-    if (!want_grads) tg_graph_set_grad_enabled(g, false);
-    tg_node *in[TG_OP_MAX_INPUTS] = {0}, *out[TG_OP_MAX_OUTPUTS] = {0};
-    int n_out = 0;
-    if (tg_op_make_inputs(g, op, t, ins.n, want_grads, in)) {
-        rc = graph_fail(op, tg_last_error());
-        goto done;
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    op_run R = {0};
+    if (!(R.cfg = tg_config_new())) return tg_cli_fail("op", "out of memory");
+    int rc = parse_args(&R, argc, argv);
+    if (!rc && !R.listed) {
+        rc = find_op(&R);
+        if (!rc) rc = build_graph(&R);
+        if (!rc && R.want_grads) rc = prepare_backward(&R);
+        if (!rc) rc = write_outputs(&R);
+        if (!rc && R.want_grads) rc = write_grads(&R);
     }
-    if (tg_op_build(g, &call, in, ins.n, out, TG_OP_MAX_OUTPUTS, &n_out)) {
-        rc = graph_fail(op, tg_graph_error(g));
-        goto done;
-    }
-    if (outs.n != n_out) {
-        rc = tg_cli_fail("op", "%s: expected %d --out file%s (one per output), got %d", op->name,
-                         n_out, n_out == 1 ? "" : "s", outs.n);
-        goto done;
-    }
-    int fo[TG_OP_MAX_OUTPUTS], n_fo = 0, n_fi = 0;   /* float outputs; float inputs with grads */
-    for (int j = 0; j < n_out; j++) {
-        tg_node_keep(out[j]);
-        if (tg_dtype_is_float(tg_node_value(out[j])->dtype)) fo[n_fo++] = j;
-    }
-    for (int i = 0; i < ins.n; i++) n_fi += t[i] && tg_op_input_differentiable(op, i, t[i]->dtype);
-    tg_node *L = NULL;
-    if (want_grads) {
-        if (n_fo == 0 || n_fi == 0) {
-            rc = tg_cli_fail("op", "%s: nothing to differentiate here (%s); drop --grad-output "
-                             "and --grad", op->name, n_fo ? "no float input takes a gradient"
-                                                          : "no float output");
-            goto done;
-        }
-        if (dys.n != n_fo || grads.n != n_fi) {
-            rc = tg_cli_fail("op", "%s: expected %d --grad-output file%s (one per float output) "
-                             "and %d --grad file%s (one per float input), got %d and %d",
-                             op->name, n_fo, n_fo == 1 ? "" : "s", n_fi, n_fi == 1 ? "" : "s",
-                             dys.n, grads.n);
-            goto done;
-        }
-        for (int j = 0; j < n_fo; j++) {
-            const tg_tensor *y = tg_node_value(out[fo[j]]);
-            tg_tensor *raw = NULL;
-            char a1[160], a2[160];
-            if (tg_npy_load(dys.path[j], &raw)) {
-                rc = tg_cli_fail("op", "%s: --grad-output #%d %s", op->name, j + 1,
-                                 tg_last_error());
-                goto done;
-            }
-            if (!tg_dtype_is_float(raw->dtype) || !tg_tensor_same_shape(raw, y)) {
-                rc = tg_cli_fail("op", "%s: --grad-output #%d %s: expected a float array of the "
-                                 "output's shape %s, got %s %s", op->name, j + 1, dys.path[j],
-                                 tg_shape_str(y->rank, y->shape, a1, sizeof a1),
-                                 tg_dtype_name(raw->dtype),
-                                 tg_shape_str(raw->rank, raw->shape, a2, sizeof a2));
-                tg_tensor_free(raw);
-                goto done;
-            }
-            dy[j] = tg_tensor_new(dt, raw->rank, raw->shape);
-            tg_status st = dy[j] ? tg_tensor_copy(dy[j], raw) : TG_ERR_NOMEM;
-            tg_tensor_free(raw);
-            if (st) {
-                rc = tg_cli_fail("op", "%s: %s", op->name, tg_last_error());
-                goto done;
-            }
-        }
-        if (!(L = loss_node(g, out, fo, n_fo, dy))) {
-            rc = graph_fail(op, tg_graph_error(g));
-            goto done;
-        }
-    }
-    if (tg_graph_forward(g)) {
-        rc = graph_fail(op, tg_last_error());
-        goto done;
-    }
-    for (int j = 0; j < n_out; j++)
-        if (tg_npy_save(outs.path[j], tg_node_value(out[j]))) {
-            rc = tg_cli_fail("op", "%s: --out #%d %s: %s", op->name, j + 1, outs.path[j],
-                             tg_last_error());
-            goto done;
-        }
-    if (want_grads) {
-        if (tg_graph_backward(g, L, n_fo == 1 ? dy[0] : NULL)) {
-            rc = graph_fail(op, tg_last_error());
-            goto done;
-        }
-        for (int i = 0, k = 0; i < ins.n; i++) {
-            if (!t[i] || !tg_op_input_differentiable(op, i, t[i]->dtype)) continue;
-            const tg_tensor *gr = tg_node_grad(in[i]);
-            tg_tensor *zero = gr ? NULL : tg_tensor_new(dt, t[i]->rank, t[i]->shape);
-            tg_status st = gr || zero ? tg_npy_save(grads.path[k], gr ? gr : zero) : TG_ERR_NOMEM;
-            tg_tensor_free(zero);
-            if (st) {
-                rc = tg_cli_fail("op", "%s: --grad #%d %s: %s", op->name, k + 1, grads.path[k],
-                                 tg_last_error());
-                goto done;
-            }
-            k++;
-        }
-    }
-    rc = 0;
-done:
-    tg_graph_free(g);
-    for (int i = 0; i < TG_OP_MAX_INPUTS; i++) tg_tensor_free(t[i]);
-    for (int j = 0; j < TG_OP_MAX_OUTPUTS; j++) tg_tensor_free(dy[j]);
-    if (call_ok) tg_op_call_free(&call);
-    tg_config_free(cfg);
+    tg_graph_free(R.g);
+    for (int i = 0; i < TG_OP_MAX_INPUTS; i++) tg_tensor_free(R.t[i]);
+    for (int j = 0; j < TG_OP_MAX_OUTPUTS; j++) tg_tensor_free(R.dy[j]);
+    if (R.call_ok) tg_op_call_free(&R.call);
+    tg_config_free(R.cfg);
     return rc;
 }
 

@@ -46,118 +46,130 @@ done:
     return rc;
 }
 
-static int run(int argc, char **argv)
+/* One `tgraph run` call: the command line and the layer it builds. */
+typedef struct {
+    const char   *layer, *weights, *buffers, *out, *attn, *attn_svg, *dy_path, *grads;
+    tg_config    *cfg;                                /* the --set values */
+    tg_cli_inputs files;                              /* the --input NAME=FILE.npy */
+    tg_cli_file   in[TG_MAX_LAYER_INPUTS + 3];        /* --input files, then the others */
+    int           n_in;
+    tg_cli_layer  c;
+    tg_tensor    *dy;                                 /* --grad-output */
+} run_req;
+
+/* The command line; 2 (or the unknown argument's code) when it is wrong. */
+static int parse_args(run_req *R, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "run", argc, argv);
-    const char *layer = NULL, *weights = NULL, *buffers = NULL, *out = NULL, *attn = NULL;
-    const char *attn_svg = NULL, *dy_path = NULL, *grads = NULL, *arg, *v;
-    tg_config *cfg = tg_config_new();
-    tg_cli_inputs files = {0};
-    tg_cli_file in[TG_MAX_LAYER_INPUTS + 3] = {{0}};   /* --input files, then the others */
-    int n_in = 0;
-    tg_cli_layer c = {0};
-    tg_tensor *dy = NULL;
-    int rc = 2;
-    if (!cfg) return tg_cli_fail("run", "out of memory");
+    const char *arg, *v;
     while ((arg = tg_args_next(&a))) {
         if (!strcmp(arg, "--set")) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("run", cfg, v)) goto done;
+            if (!tg_args_value(&a, &v) || tg_cli_set("run", R->cfg, v)) return 2;
         } else if (!strcmp(arg, "--input")) {
-            if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &files, v)) goto done;
-            in[n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */
+            if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &R->files, v)) return 2;
+            R->in[R->n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */
         } else if (!strcmp(arg, "--weights")) {
-            if (!tg_args_value(&a, &weights)) goto done;
+            if (!tg_args_value(&a, &R->weights)) return 2;
         } else if (!strcmp(arg, "--buffers")) {
-            if (!tg_args_value(&a, &buffers)) goto done;
+            if (!tg_args_value(&a, &R->buffers)) return 2;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
-            if (!tg_args_value(&a, &out)) goto done;
+            if (!tg_args_value(&a, &R->out)) return 2;
         } else if (!strcmp(arg, "--attn")) {
-            if (!tg_args_value(&a, &attn)) goto done;
+            if (!tg_args_value(&a, &R->attn)) return 2;
         } else if (!strcmp(arg, "--attn-svg")) {
-            if (!tg_args_value(&a, &attn_svg)) goto done;
+            if (!tg_args_value(&a, &R->attn_svg)) return 2;
         } else if (!strcmp(arg, "--grad-output")) {
-            if (!tg_args_value(&a, &dy_path)) goto done;
+            if (!tg_args_value(&a, &R->dy_path)) return 2;
         } else if (!strcmp(arg, "--grads")) {
-            if (!tg_args_value(&a, &grads)) goto done;
-        } else if (arg[0] != '-' && !layer) {
-            layer = arg;
+            if (!tg_args_value(&a, &R->grads)) return 2;
+        } else if (arg[0] != '-' && !R->layer) {
+            R->layer = arg;
         } else {
-            rc = tg_cli_unknown(&a, arg);
-            goto done;
+            return tg_cli_unknown(&a, arg);
         }
     }
-    if (!layer) { rc = tg_cli_fail("run", "missing LAYER (see tgraph layers)"); goto done; }
-    if (!weights) { rc = tg_cli_fail("run", "missing --weights FILE.safetensors"); goto done; }
-    if (!out) { rc = tg_cli_fail("run", "missing --out FILE.npy"); goto done; }
-    if (!!dy_path != !!grads) {
-        rc = tg_cli_fail("run", "--grad-output and --grads go together");
-        goto done;
-    }
-    if (files.n == 0) {
-        rc = tg_cli_fail("run", "missing --input NAME=FILE.npy (see tgraph layers %s)", layer);
-        goto done;
-    }
-    in[n_in++] = (tg_cli_file){"--weights", weights};
-    in[n_in++] = (tg_cli_file){"--buffers", buffers};
-    in[n_in++] = (tg_cli_file){"--grad-output", dy_path};
-    const tg_cli_file outs[] = {{"--out", out}, {"--attn", attn}, {"--attn-svg", attn_svg},
-                                {"--grads", grads}};
-    if (tg_cli_check_outputs("run", in, n_in, outs, 4)) goto done;
-    if (tg_cli_layer_build(&c, "run", layer, cfg, &files, TG_F32, NULL, dy_path != NULL)) goto done;
-    if (tg_params_load(c.ps, weights, 0)) {
-        rc = tg_cli_fail("run", "--weights %s", tg_last_error());
-        goto done;
-    }
-    if (buffers) {
+    return 0;
+}
+
+/* What must be given, and no output onto an input or another output. */
+static int check_args(run_req *R)
+{
+    if (!R->layer) return tg_cli_fail("run", "missing LAYER (see tgraph layers)");
+    if (!R->weights) return tg_cli_fail("run", "missing --weights FILE.safetensors");
+    if (!R->out) return tg_cli_fail("run", "missing --out FILE.npy");
+    if (!!R->dy_path != !!R->grads)
+        return tg_cli_fail("run", "--grad-output and --grads go together");
+    if (R->files.n == 0)
+        return tg_cli_fail("run", "missing --input NAME=FILE.npy (see tgraph layers %s)", R->layer);
+    R->in[R->n_in++] = (tg_cli_file){"--weights", R->weights};
+    R->in[R->n_in++] = (tg_cli_file){"--buffers", R->buffers};
+    R->in[R->n_in++] = (tg_cli_file){"--grad-output", R->dy_path};
+    const tg_cli_file outs[] = {{"--out", R->out}, {"--attn", R->attn},
+                                {"--attn-svg", R->attn_svg}, {"--grads", R->grads}};
+    if (tg_cli_check_outputs("run", R->in, R->n_in, outs, 4)) return 2;
+    return 0;
+}
+
+/* The layer built on its inputs, its weights loaded (and the buffers file checked). */
+static int load_layer(run_req *R)
+{
+    if (tg_cli_layer_build(&R->c, "run", R->layer, R->cfg, &R->files, TG_F32, NULL,
+                           R->dy_path != NULL))
+        return 2;
+    if (tg_params_load(R->c.ps, R->weights, 0))
+        return tg_cli_fail("run", "--weights %s", tg_last_error());
+    if (R->buffers) {
         tg_st_file *bf = NULL;
-        if (tg_st_load(buffers, &bf)) {
-            rc = tg_cli_fail("run", "--buffers %s", tg_last_error());
-            goto done;
-        }
+        if (tg_st_load(R->buffers, &bf)) return tg_cli_fail("run", "--buffers %s", tg_last_error());
         tg_st_free(bf);   /* buffers are recomputed; the file is only checked */
     }
-    if (tg_graph_forward(c.g)) {
-        rc = tg_cli_fail("run", "%s", tg_last_error());
-        goto done;
+    return 0;
+}
+
+/* Forward; the output, and the attention weights as .npy and SVG when asked. */
+static int write_forward(run_req *R)
+{
+    const tg_cli_layer *c = &R->c;
+    if (tg_graph_forward(c->g)) return tg_cli_fail("run", "%s", tg_last_error());
+    if (tg_npy_save(R->out, tg_node_value(c->out.y)))
+        return tg_cli_fail("run", "--out %s", tg_last_error());
+    if ((R->attn || R->attn_svg) && !c->out.attn)
+        return tg_cli_fail("run", "%s has no attention weights to write (for full_attention and "
+                           "attention_layer set output_attention=true)", R->layer);
+    if (R->attn && tg_npy_save(R->attn, tg_node_value(c->out.attn)))
+        return tg_cli_fail("run", "--attn %s", tg_last_error());
+    if (R->attn_svg) {
+        tg_heatmap_opts ho = {.title = R->layer, .head = -1};
+        if (tg_svg_heatmap(R->attn_svg, tg_node_value(c->out.attn), &ho))
+            return tg_cli_fail("run", "--attn-svg %s", tg_last_error());
     }
-    if (tg_npy_save(out, tg_node_value(c.out.y))) {
-        rc = tg_cli_fail("run", "--out %s", tg_last_error());
-        goto done;
-    }
-    if ((attn || attn_svg) && !c.out.attn) {
-        rc = tg_cli_fail("run", "%s has no attention weights to write (for full_attention and "
-                         "attention_layer set output_attention=true)", layer);
-        goto done;
-    }
-    if (attn && tg_npy_save(attn, tg_node_value(c.out.attn))) {
-        rc = tg_cli_fail("run", "--attn %s", tg_last_error());
-        goto done;
-    }
-    if (attn_svg) {
-        tg_heatmap_opts ho = {.title = layer, .head = -1};
-        if (tg_svg_heatmap(attn_svg, tg_node_value(c.out.attn), &ho)) {
-            rc = tg_cli_fail("run", "--attn-svg %s", tg_last_error());
-            goto done;
-        }
-    }
-    if (dy_path) {
-        if (tg_npy_load(dy_path, &dy)) {
-            rc = tg_cli_fail("run", "--grad-output %s", tg_last_error());
-            goto done;
-        }
-        if (tg_graph_backward(c.g, c.out.y, dy)) {
-            rc = tg_cli_fail("run", "--grad-output %s: %s", dy_path, tg_last_error());
-            goto done;
-        }
-        if ((rc = save_grads(&c, grads))) goto done;
-    }
-    rc = 0;
-done:
-    tg_tensor_free(dy);
-    tg_cli_layer_free(&c);
-    tg_cli_inputs_free(&files);
-    tg_config_free(cfg);
+    return 0;
+}
+
+/* Backward from --grad-output; every parameter's and input's gradient to --grads. */
+static int write_backward(run_req *R)
+{
+    if (tg_npy_load(R->dy_path, &R->dy))
+        return tg_cli_fail("run", "--grad-output %s", tg_last_error());
+    if (tg_graph_backward(R->c.g, R->c.out.y, R->dy))
+        return tg_cli_fail("run", "--grad-output %s: %s", R->dy_path, tg_last_error());
+    return save_grads(&R->c, R->grads);
+}
+
+static int run(int argc, char **argv)
+{
+    run_req R = {0};
+    if (!(R.cfg = tg_config_new())) return tg_cli_fail("run", "out of memory");
+    int rc = parse_args(&R, argc, argv);
+    if (!rc) rc = check_args(&R);
+    if (!rc) rc = load_layer(&R);
+    if (!rc) rc = write_forward(&R);
+    if (!rc && R.dy_path) rc = write_backward(&R);
+    tg_tensor_free(R.dy);
+    tg_cli_layer_free(&R.c);
+    tg_cli_inputs_free(&R.files);
+    tg_config_free(R.cfg);
     return rc;
 }
 

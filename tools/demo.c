@@ -21,9 +21,9 @@ static void make_batch(tg_rng *rng, float *x, float *y, int B)
     }
 }
 
-static int run(int argc, char **argv)
+/* --steps N (default 300); 2 after a message when the command line is wrong. */
+static int parse_steps(int argc, char **argv, int *steps)
 {
-    int steps = 300;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             char *end;
@@ -33,13 +33,62 @@ static int run(int argc, char **argv)
                         argv[i]);
                 return 2;
             }
-            steps = (int)v;
+            *steps = (int)v;
         } else {
             fprintf(stderr, "tgraph demo: unknown argument '%s' (see tgraph demo --help)\n",
                     argv[i]);
             return 2;
         }
     }
+    return 0;
+}
+
+/* The MLP's parameters, its graph and the nodes a training step touches. */
+typedef struct {
+    tg_params *ps;
+    tg_graph  *g;
+    tg_node   *x, *t, *loss;   /* [B, 3] inputs, [B, 1] targets, the scalar MSE */
+} demo_mlp;
+
+/* ... and run many times with new data: SGD, the loss every 50 steps; 2 if a step fails. */
+static int train_steps(const demo_mlp *m, int steps, int B, tg_rng *rng)
+{
+    tg_graph *g = m->g;
+    tg_params *ps = m->ps;
+    tg_node *x = m->x, *t = m->t, *loss = m->loss;
+    float *xd = tg_node_value(x)->data, *yd = tg_node_value(t)->data;
+    double first = 0, avg = 0;
+    int rc = 0;
+    for (int step = 1; step <= steps; step++) {
+        make_batch(rng, xd, yd, B);
+        tg_params_zero_grad(ps);
+        if (tg_graph_forward(g) || tg_graph_backward(g, loss, NULL)) {
+            fprintf(stderr, "tgraph demo: %s\n", tg_last_error());
+            rc = 2;
+            break;
+        }
+        for (int i = 0; i < tg_params_count(ps); i++) {
+            tg_param *p = tg_params_at(ps, i);
+            float *v = p->value.data, *gr = p->grad.data;
+            for (int64_t k = 0; k < p->value.numel; k++) v[k] -= 0.1f * gr[k];
+        }
+        double l = ((float *)tg_node_value(loss)->data)[0];
+        if (step == 1) first = l;
+        avg += l;
+        if (step % 50 == 0 || step == 1) {
+            printf("step %4d  loss %.5f\n", step, step == 1 ? l : avg / 50);
+            avg = 0;
+        }
+    }
+    if (!rc) printf("loss fell from %.4f to %.4f\n", first,
+                    ((float *)tg_node_value(loss)->data)[0]);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    int steps = 300;
+    if (parse_steps(argc, argv, &steps)) return 2;
     enum { B = 64, IN = 3, HID = 32 };
     tg_rng rng;
     tg_rng_seed(&rng, 0);
@@ -73,33 +122,8 @@ static int run(int argc, char **argv)
     }
     printf("tgraph demo: MLP 3 -> %d -> 1 (%lld parameters), batch %d, SGD lr 0.1\n", HID,
            (long long)tg_params_numel(ps), B);
-    /* ... and run many times with new data */
-    float *xd = tg_node_value(x)->data, *yd = tg_node_value(t)->data;
-    double first = 0, avg = 0;
-    int rc = 0;
-    for (int step = 1; step <= steps; step++) {
-        make_batch(&rng, xd, yd, B);
-        tg_params_zero_grad(ps);
-        if (tg_graph_forward(g) || tg_graph_backward(g, loss, NULL)) {
-            fprintf(stderr, "tgraph demo: %s\n", tg_last_error());
-            rc = 2;
-            break;
-        }
-        for (int i = 0; i < tg_params_count(ps); i++) {
-            tg_param *p = tg_params_at(ps, i);
-            float *v = p->value.data, *gr = p->grad.data;
-            for (int64_t k = 0; k < p->value.numel; k++) v[k] -= 0.1f * gr[k];
-        }
-        double l = ((float *)tg_node_value(loss)->data)[0];
-        if (step == 1) first = l;
-        avg += l;
-        if (step % 50 == 0 || step == 1) {
-            printf("step %4d  loss %.5f\n", step, step == 1 ? l : avg / 50);
-            avg = 0;
-        }
-    }
-    if (!rc) printf("loss fell from %.4f to %.4f\n", first,
-                    ((float *)tg_node_value(loss)->data)[0]);
+    demo_mlp m = {ps, g, x, t, loss};
+    int rc = train_steps(&m, steps, B, &rng);
     tg_graph_free(g);
     tg_params_free(ps);
     return rc;

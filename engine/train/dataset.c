@@ -164,6 +164,100 @@ static tg_status nul_error(const char *what, const char *text, size_t at)
                         "file", what, line, at + 1);
 }
 
+/* One CSV parse's state, line by line. */
+typedef struct csv_parse {
+    const char *what;
+    tg_dataset *d;
+    csv_line    cl;         /* the current line's cells */
+    int64_t     cap_rows;   /* rows d->data has room for */
+    int64_t     skip;       /* 1: the first column (dates) is skipped */
+    int64_t     lineno;
+} csv_parse;
+
+/* The header row: its cells are the column names. */
+static tg_status read_header(csv_parse *P)
+{
+    tg_dataset *d = P->d;
+    const csv_line cl = P->cl;
+    const char *what = P->what;
+    d->cols = cl.n;   /* refined below once the first data row tells about column 0 */
+    if (!(d->names = tg__calloc((size_t)cl.n, sizeof *d->names)))
+        return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+    for (int64_t c = 0; c < cl.n; c++)
+        if (!(d->names[c] = tg__strdup(cl.cell[c])))
+            return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+    return TG_OK;
+}
+
+/* first data row: a non-numeric first column (dates) is skipped */
+static tg_status skip_date_column(csv_parse *P)
+{
+    tg_dataset *d = P->d;
+    P->skip = 1;
+    tg__free(d->names[0]);
+    memmove(d->names, d->names + 1, (size_t)(d->cols - 1) * sizeof *d->names);
+    d->names[--d->cols] = NULL;
+    if (d->cols == 0)
+        return tg_set_error(TG_ERR_FORMAT, "%s:%lld: no numeric columns after the "
+                            "first (skipped) column", P->what, (long long)P->lineno);
+    return TG_OK;
+}
+
+/* Room for one more row in d->data (doubling). */
+static tg_status grow_rows(csv_parse *P)
+{
+    tg_dataset *d = P->d;
+    int64_t ncap = P->cap_rows ? P->cap_rows * 2 : 1024;
+    size_t bytes;
+    double *nd = NULL;
+    if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
+        nd = tg__realloc(d->data, bytes);
+    if (!nd)
+        return tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", P->what,
+                            (long long)P->lineno);
+    d->data = nd;
+    P->cap_rows = ncap;
+    return TG_OK;
+}
+
+/* A data row: as many cells as the header, each a finite number. */
+static tg_status read_row(csv_parse *P)
+{
+    tg_dataset *d = P->d;
+    const csv_line cl = P->cl;
+    const char *what = P->what;
+    const int64_t lineno = P->lineno;
+    tg_status st;
+    if (cl.n != d->cols + P->skip)
+        return tg_set_error(TG_ERR_FORMAT, "%s:%lld: %lld cells, expected %lld as in the "
+                            "header (a ragged row)", what, (long long)lineno,
+                            (long long)cl.n, (long long)(d->cols + P->skip));
+    double v;
+    if (d->rows == 0 && parse_number(cl.cell[0], &v) && (st = skip_date_column(P))) return st;
+    if (d->rows == P->cap_rows && (st = grow_rows(P))) return st;
+    const int64_t skip = P->skip;
+    for (int64_t c = 0; c < d->cols; c++) {
+        const char *cell = cl.cell[c + skip];
+        const char *name = d->names[c];
+        if (!*cell)
+            return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): empty cell "
+                                "(missing values are not supported)", what, (long long)lineno,
+                                (long long)(c + skip + 1), name);
+        const char *why = parse_number(cell, &v);
+        if (why)
+            return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
+                                "a number%s%s", what, (long long)lineno,
+                                (long long)(c + skip + 1), name, cell, *why ? ": " : "", why);
+        if (!isfinite(v))
+            return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
+                                "a finite number", what, (long long)lineno,
+                                (long long)(c + skip + 1), name, cell);
+        d->data[d->rows * d->cols + c] = v;
+    }
+    d->rows++;
+    return TG_OK;
+}
+
 tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, tg_dataset **out)
 {
     TG__NONNULL(out, TG_ERR_INVALID);
@@ -172,9 +266,8 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
     if (!what) what = "csv";
     tg_status st = TG_OK;
     char *buf = tg__malloc(len + 1);
-    csv_line cl = {0};
-    tg_dataset *d = tg__calloc(1, sizeof *d);
-    int64_t cap_rows = 0, skip = 0, lineno = 0;
+    csv_parse P = {.what = what, .d = tg__calloc(1, sizeof *P.d)};
+    tg_dataset *d = P.d;
     bool have_header = false;
     if (!buf || !d) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
@@ -197,81 +290,16 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
         p += ll;
         if (*p == '\r' && p[1] == '\n') *p = '\0', p += 2;
         else if (*p) *p++ = '\0';
-        lineno++;
+        P.lineno++;
         if (blank(line)) continue;
-        if ((st = split_cells(line, &cl, what, lineno, have_header ? d : NULL, skip))) goto fail;
+        if ((st = split_cells(line, &P.cl, what, P.lineno, have_header ? d : NULL, P.skip)))
+            goto fail;
         if (!have_header) {
             have_header = true;
-            d->cols = cl.n;   /* refined below once the first data row tells about column 0 */
-            if (!(d->names = tg__calloc((size_t)cl.n, sizeof *d->names))) {
-                st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
-                goto fail;
-            }
-            for (int64_t c = 0; c < cl.n; c++)
-                if (!(d->names[c] = tg__strdup(cl.cell[c]))) {
-                    st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
-                    goto fail;
-                }
+            if ((st = read_header(&P))) goto fail;
             continue;
         }
-        if (cl.n != d->cols + skip) {
-            st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: %lld cells, expected %lld as in the "
-                              "header (a ragged row)", what, (long long)lineno,
-                              (long long)cl.n, (long long)(d->cols + skip));
-            goto fail;
-        }
-        double v;
-        if (d->rows == 0 && parse_number(cl.cell[0], &v)) {
-            /* first data row: a non-numeric first column (dates) is skipped */
-            skip = 1;
-            tg__free(d->names[0]);
-            memmove(d->names, d->names + 1, (size_t)(d->cols - 1) * sizeof *d->names);
-            d->names[--d->cols] = NULL;
-            if (d->cols == 0) {
-                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: no numeric columns after the "
-                                  "first (skipped) column", what, (long long)lineno);
-                goto fail;
-            }
-        }
-        if (d->rows == cap_rows) {
-            int64_t ncap = cap_rows ? cap_rows * 2 : 1024;
-            size_t bytes;
-            double *nd = NULL;
-            if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
-                nd = tg__realloc(d->data, bytes);
-            if (!nd) {
-                st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", what,
-                                  (long long)lineno);
-                goto fail;
-            }
-            d->data = nd;
-            cap_rows = ncap;
-        }
-        for (int64_t c = 0; c < d->cols; c++) {
-            const char *cell = cl.cell[c + skip];
-            const char *name = d->names[c];
-            if (!*cell) {
-                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): empty cell "
-                                  "(missing values are not supported)", what, (long long)lineno,
-                                  (long long)(c + skip + 1), name);
-                goto fail;
-            }
-            const char *why = parse_number(cell, &v);
-            if (why) {
-                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
-                                  "a number%s%s", what, (long long)lineno,
-                                  (long long)(c + skip + 1), name, cell, *why ? ": " : "", why);
-                goto fail;
-            }
-            if (!isfinite(v)) {
-                st = tg_set_error(TG_ERR_FORMAT, "%s:%lld: column %lld ('%s'): '%.40s' is not "
-                                  "a finite number", what, (long long)lineno,
-                                  (long long)(c + skip + 1), name, cell);
-                goto fail;
-            }
-            d->data[d->rows * d->cols + c] = v;
-        }
-        d->rows++;
+        if ((st = read_row(&P))) goto fail;
     }
     if (!have_header) {
         st = tg_set_error(TG_ERR_FORMAT, "%s: empty file (expected a header row and data rows)",
@@ -280,20 +308,20 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
     }
     if (d->rows == 0) {
         st = tg_set_error(TG_ERR_FORMAT, "%s: no data rows after the header (line %lld)", what,
-                          (long long)lineno);
+                          (long long)P.lineno);
         goto fail;
     }
-    d->skipped_cols = skip;
+    d->skipped_cols = P.skip;
     if (!(d->source = tg__strdup(what))) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
         goto fail;
     }
-    tg__free(cl.cell);
+    tg__free(P.cl.cell);
     tg__free(buf);
     *out = d;
     return TG_OK;
 fail:
-    tg__free(cl.cell);
+    tg__free(P.cl.cell);
     tg__free(buf);
     tg_dataset_free(d);
     return st;
