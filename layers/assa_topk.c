@@ -130,13 +130,14 @@ tg_node *tg_assa_topk_build(tg_graph *g, const tg_assa_topk *l, tg_node *x, tg_n
 
 #define AT(f) offsetof(tg_assa_topk_config, f)
 static const tg_layer_key assa_topk_keys[] = {
-    {"B", TG_KEY_INT, "2", false, AT(B), "batch"},
-    {"N", TG_KEY_INT, "6", false, AT(N), "sequence length"},
-    {"embed_dim", TG_KEY_INT, "8", false, AT(embed_dim), "model width"},
-    {"num_heads", TG_KEY_INT, "1", false, AT(num_heads), "heads (embed_dim % num_heads == 0)"},
-    {"k", TG_KEY_INT, "3", false, AT(k), "scores kept per query row, 1 <= k <= N"},
-    {"bias", TG_KEY_BOOL, "true", false, AT(bias), "q/k/v/out projections have a bias"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "2", false, "batch", NULL, AT(B)},
+    {"N", TG_KEY_INT, "6", false, "sequence length", NULL, AT(N)},
+    {"embed_dim", TG_KEY_INT, "8", false, "model width", NULL, AT(embed_dim)},
+    {"num_heads", TG_KEY_INT, "1", false,
+     "heads (embed_dim % num_heads == 0)", NULL, AT(num_heads)},
+    {"k", TG_KEY_INT, "3", false, "scores kept per query row, 1 <= k <= N", NULL, AT(k)},
+    {"bias", TG_KEY_BOOL, "true", false, "q/k/v/out projections have a bias", NULL, AT(bias)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AT
 

@@ -60,13 +60,14 @@ tg_node *tg_linear_forecast_build(tg_graph *g, const tg_linear_forecast *m, tg_n
 
 #define LF(f) offsetof(tg_linear_forecast_config, f)
 static const tg_layer_key linear_forecast_keys[] = {
-    {"B", TG_KEY_INT, "32", false, LF(B), "batch"},
-    {"enc_in", TG_KEY_INT, "7", false, LF(enc_in), "channels"},
-    {"seq_len", TG_KEY_INT, "96", false, LF(seq_len), "input steps"},
-    {"pred_len", TG_KEY_INT, "24", false, LF(pred_len), "forecast steps"},
-    {"normalize", TG_KEY_BOOL, "false", false, LF(normalize),
-     "NLinear: subtract the last input step before the Linear, add it back after"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "32", false, "batch", NULL, LF(B)},
+    {"enc_in", TG_KEY_INT, "7", false, "channels", NULL, LF(enc_in)},
+    {"seq_len", TG_KEY_INT, "96", false, "input steps", NULL, LF(seq_len)},
+    {"pred_len", TG_KEY_INT, "24", false, "forecast steps", NULL, LF(pred_len)},
+    {"normalize", TG_KEY_BOOL, "false", false,
+     "NLinear: subtract the last input step before the Linear, add it back after",
+     NULL, LF(normalize)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef LF
 

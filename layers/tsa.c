@@ -184,18 +184,19 @@ tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x)
 
 #define TS(f) offsetof(tg_tsa_config, f)
 static const tg_layer_key tsa_keys[] = {
-    {"b", TG_KEY_INT, "2", false, TS(b), "batch"},
-    {"ts_d", TG_KEY_INT, "3", false, TS(ts_d), "series (dimensions)"},
-    {"seg_num", TG_KEY_INT, "5", false, TS(seg_num), "segments; the router is per segment"},
-    {"d_model", TG_KEY_INT, "8", false, TS(d_model), "model width"},
-    {"factor", TG_KEY_INT, "2", false, TS(factor), "router vectors per segment"},
-    {"n_heads", TG_KEY_INT, "2", false, TS(n_heads), "heads of the three attention layers"},
-    {"d_ff", TG_KEY_INT, "null", true, TS(d_ff), "MLP hidden width; null: 4 * d_model"},
-    {"dropout", TG_KEY_FLOAT, "0.1", false, TS(dropout),
-     "dropout on the residual branches (training only)"},
-    {"attn_dropout", TG_KEY_FLOAT, "-1", false, TS(attn_dropout),
-     "dropout on the attention weights; -1: the same as dropout (TSL: configs.dropout)"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"b", TG_KEY_INT, "2", false, "batch", NULL, TS(b)},
+    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", NULL, TS(ts_d)},
+    {"seg_num", TG_KEY_INT, "5", false, "segments; the router is per segment", NULL, TS(seg_num)},
+    {"d_model", TG_KEY_INT, "8", false, "model width", NULL, TS(d_model)},
+    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", NULL, TS(factor)},
+    {"n_heads", TG_KEY_INT, "2", false, "heads of the three attention layers", NULL, TS(n_heads)},
+    {"d_ff", TG_KEY_INT, "null", true, "MLP hidden width; null: 4 * d_model", NULL, TS(d_ff)},
+    {"dropout", TG_KEY_FLOAT, "0.1", false,
+     "dropout on the residual branches (training only)", NULL, TS(dropout)},
+    {"attn_dropout", TG_KEY_FLOAT, "-1", false,
+     "dropout on the attention weights; -1: the same as dropout (TSL: configs.dropout)",
+     NULL, TS(attn_dropout)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef TS
 

@@ -384,7 +384,7 @@ const tg_op_def tg__scatter_ops[] = {
      "dim=1;[3,4];i64[3,2]", "dim=2;[3,4];i64[3,2]", NULL},
     {"scatter", "torch.scatter(input, dim, index, src) or (input, dim, index, value=)",
      {TG_DIM_REQ("the dim to index along"),
-      {"value", TG_OP_FLOAT, "null", true, "the number to write (instead of a src tensor)"}},
+      {"value", TG_OP_FLOAT, "null", true, "the number to write (instead of a src tensor)", NULL, 0}},
      false, {TG_IN("input"), {"index", TG_OP_IN_INDEX, 0}, TG_IN("src")}, 2, false, 1,
      b_scatter, tg__op_gen_along_dim,
      "scatter dim=0 --in x.npy --in i.npy --in src.npy --out y.npy", &op_scatter, NULL,

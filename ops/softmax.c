@@ -252,7 +252,7 @@ const tg_op_def tg__softmax_ops[] = {
      "dim=1;[3,4]", "dim=-3;[3,4]", NULL},
     {"softmax_scaled", "softmax(scale * input, dim) in one op (tgraph)",
      {TG_DIM_REQ("the dim that sums to 1"),
-      {"scale", TG_OP_FLOAT, NULL, false, "factor applied to input before the softmax"}}, false,
+      {"scale", TG_OP_FLOAT, NULL, false, "factor applied to input before the softmax", NULL, 0}}, false,
      {TG_IN("input")}, 1, false, 1, b_softmax_scaled, NULL,
      "softmax_scaled dim=-1 scale=0.125 --in x.npy --out y.npy", &op_softmax, NULL,
      "dim=-1;scale=0.7;[3,4]", "dim=-1;scale=1;i64[3,4]", NULL},

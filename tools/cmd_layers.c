@@ -35,9 +35,8 @@ static int run(int argc, char **argv)
         int n = 0;
         if (c->config_size <= sizeof cfg && !tg_layer_read_config(c, NULL, cfg))
             n = c->inputs(cfg, in);
-        printf("%s\n  %s\n  keys:\n", c->name, c->summary);
-        for (const tg_layer_key *k = c->keys; k->name; k++)
-            printf("    %-18s = %-10s %s\n", k->name, k->def, k->doc);
+        printf("%s\n  %s\n  keys (NAME=DEFAULT TYPE; doc):\n", c->name, c->summary);
+        tg_keys_print(stdout, c->keys, tg_keys_count(c->keys, 1 << 20), 4);
         printf("  inputs (default config):\n");
         for (int j = 0; j < n; j++) {
             char sh[128];
