@@ -38,9 +38,13 @@
 tg_assa_paper_config tg_assa_paper_defaults(int64_t dim, int64_t wh, int64_t ww,
                                             int64_t num_heads)
 {
-    return (tg_assa_paper_config){.dim = dim, .win_size = {2, {wh, ww}}, .num_heads = num_heads,
-                                  .qkv_bias = true, .qk_scale = 0, .attn_drop = 0,
-                                  .proj_drop = 0};
+    tg_assa_paper_config c;
+    tg_keys_defaults(tg_assa_paper_class.keys, &c, sizeof c);   /* the key table below */
+    c.dim = dim;
+    c.win_size = (tg_int_list){2, {wh, ww}};
+    c.num_heads = num_heads;
+    c.B_ = 0;   /* registry only (the input's batch); 0: any, checked when built */
+    return c;
 }
 
 /* win_size as (Wh, Ww): [wh, ww], or one int w meaning (w, w) as in the

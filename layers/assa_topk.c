@@ -28,8 +28,13 @@
 
 tg_assa_topk_config tg_assa_topk_defaults(int64_t embed_dim, int64_t num_heads)
 {
-    return (tg_assa_topk_config){.embed_dim = embed_dim, .num_heads = num_heads, .k = 32,
-                                 .bias = true};
+    tg_assa_topk_config c;
+    tg_keys_defaults(tg_assa_topk_class.keys, &c, sizeof c);   /* the key table below */
+    c.embed_dim = embed_dim;
+    c.num_heads = num_heads;
+    c.k = 32;   /* the module's default; the table's 3 is the oracle cases' (N = 6) */
+    c.B = c.N = 0;   /* registry only (the input's shape); 0: any, checked when built */
+    return c;
 }
 
 static tg_status topk_config_check(const tg_assa_topk_config *c)

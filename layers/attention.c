@@ -26,9 +26,11 @@
 
 tg_full_attention_config tg_full_attention_defaults(void)
 {
-    return (tg_full_attention_config){.B = 8, .L = 6, .S = 6, .H = 2, .E = 8, .D = 8,
-                                      .mask_flag = true, .factor = 5, .scale = 0,
-                                      .attention_dropout = 0.1, .output_attention = false};
+    tg_full_attention_config c;
+    tg_keys_defaults(tg_full_attention_class.keys, &c, sizeof c);   /* the key table below */
+    c.output_attention = false;   /* TSL's FullAttention(output_attention=False); the table's
+                                     true is the oracle cases' (make_case.py --list) */
+    return c;
 }
 
 tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const char *name,
@@ -77,9 +79,9 @@ tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const
 
 tg_attention_layer_config tg_attention_layer_defaults(void)
 {
-    return (tg_attention_layer_config){.B = 2, .L = 6, .S = 6, .d_model = 16, .n_heads = 2,
-                                       .mask_flag = false, .attention_dropout = 0.1,
-                                       .self_attention = true};
+    tg_attention_layer_config c;
+    tg_keys_defaults(tg_attention_layer_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 static tg_status attention_layer_check(const tg_attention_layer_config *c, const char *who)

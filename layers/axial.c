@@ -36,8 +36,12 @@
 
 tg_axial_attention_config tg_axial_attention_defaults(int64_t dim)
 {
-    return (tg_axial_attention_config){.dim = dim, .num_dimensions = 2, .heads = 8,
-                                       .dim_heads = 0, .dim_index = -1, .sum_axial_out = true};
+    tg_axial_attention_config c;
+    tg_keys_defaults(tg_axial_attention_class.keys, &c, sizeof c);   /* the key table below */
+    c.dim = dim;
+    c.heads = 8;   /* AxialAttention(dim, heads=8); the table's 2 is the oracle cases' */
+    c.shape = (tg_int_list){0, {0}};   /* registry only (the input's shape) */
+    return c;
 }
 
 /* ------------------------------------------------------------------ config */

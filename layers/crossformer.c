@@ -41,9 +41,9 @@ void tg_positional_embedding_fill(float *out, int64_t len, int64_t d_model)
 
 tg_crossformer_config tg_crossformer_defaults(void)
 {
-    return (tg_crossformer_config){.B = 2, .enc_in = 3, .seq_len = 30, .pred_len = 20,
-                                   .d_model = 8, .n_heads = 2, .d_ff = 16, .e_layers = 2,
-                                   .factor = 2, .dropout = 0.1, .seg_len = 12, .win_size = 2};
+    tg_crossformer_config c;
+    tg_keys_defaults(tg_crossformer_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }

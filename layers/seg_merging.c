@@ -30,7 +30,9 @@
 
 tg_seg_merging_config tg_seg_merging_defaults(void)
 {
-    return (tg_seg_merging_config){.b = 2, .ts_d = 3, .seg_num = 5, .d_model = 8, .win_size = 2};
+    tg_seg_merging_config c;
+    tg_keys_defaults(tg_seg_merging_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 int64_t tg_seg_merging_pad(int64_t seg_num, int64_t win_size)

@@ -33,8 +33,9 @@
 
 tg_tsa_config tg_tsa_defaults(void)
 {
-    return (tg_tsa_config){.b = 2, .ts_d = 3, .seg_num = 5, .d_model = 8, .factor = 2,
-                           .n_heads = 2, .d_ff = 0, .dropout = 0.1, .attn_dropout = -1};
+    tg_tsa_config c;
+    tg_keys_defaults(tg_tsa_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who)
