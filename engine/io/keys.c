@@ -95,7 +95,12 @@ static tg_status check_range(const tg_key *k, double x, const char *item)
         return tg_set_error(TG_ERR_INVALID, "%s: bad range '%s' in the key table", k->name,
                             k->range);
     if (in_range(&r, x)) return TG_OK;
-    return tg_set_error(TG_ERR_INVALID, "%s%s: %.17g is out of range %s", k->name, item, x,
+    char num[32];
+    for (int prec = 1; prec <= 17; prec++) {   /* the shortest text that reads back as x */
+        snprintf(num, sizeof num, "%.*g", prec, x);
+        if (isnan(x) || strtod(num, NULL) == x) break;
+    }
+    return tg_set_error(TG_ERR_INVALID, "%s%s: %s is out of range %s", k->name, item, num,
                         k->range);
 }
 
