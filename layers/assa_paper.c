@@ -264,21 +264,21 @@ tg_node *tg_assa_paper_build(tg_graph *g, const tg_assa_paper *l, tg_node *x, tg
 
 #define AP(f) offsetof(tg_assa_paper_config, f)
 static const tg_layer_key assa_paper_keys[] = {
-    {"B_", TG_KEY_INT, "3", false, "batch * windows", NULL, AP(B_)},
-    {"dim", TG_KEY_INT, "8", false, "channels", NULL, AP(dim)},
+    {"B_", TG_KEY_INT, "3", false, "batch * windows", "[1, inf)", AP(B_)},
+    {"dim", TG_KEY_INT, "8", false, "channels", "[1, inf)", AP(dim)},
     {"win_size", TG_KEY_INT_LIST, "[2, 3]", false,
      "window (Wh, Ww); N = Wh*Ww", NULL, AP(win_size)},
-    {"num_heads", TG_KEY_INT, "2", false, "heads (dim % num_heads == 0)", NULL, AP(num_heads)},
+    {"num_heads", TG_KEY_INT, "2", false, "heads (dim % num_heads == 0)", "[1, inf)", AP(num_heads)},
     {"qkv_bias", TG_KEY_BOOL, "true", false,
      "qkv.to_q / qkv.to_kv have a bias", NULL, AP(qkv_bias)},
     {"qk_scale", TG_KEY_FLOAT, "null", true,
      "score scale; null: head_dim^-0.5", NULL, AP(qk_scale)},
     {"mask_windows", TG_KEY_INT, "0", false,
-     "nW of the additive mask input [nW, N, N]; 0: no mask", NULL, AP(mask_windows)},
+     "nW of the additive mask input [nW, N, N]; 0: no mask", "[0, inf)", AP(mask_windows)},
     {"attn_drop", TG_KEY_FLOAT, "0", false,
-     "dropout on the attention weights (training only)", NULL, AP(attn_drop)},
+     "dropout on the attention weights (training only)", "[0, 1]", AP(attn_drop)},
     {"proj_drop", TG_KEY_FLOAT, "0", false,
-     "dropout after proj (training only)", NULL, AP(proj_drop)},
+     "dropout after proj (training only)", "[0, 1]", AP(proj_drop)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AP

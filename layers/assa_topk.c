@@ -135,12 +135,12 @@ tg_node *tg_assa_topk_build(tg_graph *g, const tg_assa_topk *l, tg_node *x, tg_n
 
 #define AT(f) offsetof(tg_assa_topk_config, f)
 static const tg_layer_key assa_topk_keys[] = {
-    {"B", TG_KEY_INT, "2", false, "batch", NULL, AT(B)},
-    {"N", TG_KEY_INT, "6", false, "sequence length", NULL, AT(N)},
-    {"embed_dim", TG_KEY_INT, "8", false, "model width", NULL, AT(embed_dim)},
+    {"B", TG_KEY_INT, "2", false, "batch", "[1, inf)", AT(B)},
+    {"N", TG_KEY_INT, "6", false, "sequence length", "[1, inf)", AT(N)},
+    {"embed_dim", TG_KEY_INT, "8", false, "model width", "[1, inf)", AT(embed_dim)},
     {"num_heads", TG_KEY_INT, "1", false,
-     "heads (embed_dim % num_heads == 0)", NULL, AT(num_heads)},
-    {"k", TG_KEY_INT, "3", false, "scores kept per query row, 1 <= k <= N", NULL, AT(k)},
+     "heads (embed_dim % num_heads == 0)", "[1, inf)", AT(num_heads)},
+    {"k", TG_KEY_INT, "3", false, "scores kept per query row, 1 <= k <= N", "[1, inf)", AT(k)},
     {"bias", TG_KEY_BOOL, "true", false, "q/k/v/out projections have a bias", NULL, AT(bias)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };

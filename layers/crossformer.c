@@ -335,20 +335,20 @@ tg_node *tg_crossformer_build(tg_graph *g, const tg_crossformer *m, tg_node *x_e
 
 #define CF(f) offsetof(tg_crossformer_config, f)
 static const tg_layer_key crossformer_keys[] = {
-    {"B", TG_KEY_INT, "2", false, "batch", NULL, CF(B)},
-    {"enc_in", TG_KEY_INT, "3", false, "input series (variables)", NULL, CF(enc_in)},
-    {"seq_len", TG_KEY_INT, "30", false, "input length", NULL, CF(seq_len)},
-    {"pred_len", TG_KEY_INT, "20", false, "forecast length", NULL, CF(pred_len)},
-    {"d_model", TG_KEY_INT, "8", false, "model width (even)", NULL, CF(d_model)},
-    {"n_heads", TG_KEY_INT, "2", false, "attention heads", NULL, CF(n_heads)},
-    {"d_ff", TG_KEY_INT, "16", true, "TSA MLP width; null: 4 * d_model", NULL, CF(d_ff)},
+    {"B", TG_KEY_INT, "2", false, "batch", "[1, inf)", CF(B)},
+    {"enc_in", TG_KEY_INT, "3", false, "input series (variables)", "[1, inf)", CF(enc_in)},
+    {"seq_len", TG_KEY_INT, "30", false, "input length", "[1, inf)", CF(seq_len)},
+    {"pred_len", TG_KEY_INT, "20", false, "forecast length", "[1, inf)", CF(pred_len)},
+    {"d_model", TG_KEY_INT, "8", false, "model width (even)", "[1, inf)", CF(d_model)},
+    {"n_heads", TG_KEY_INT, "2", false, "attention heads", "[1, inf)", CF(n_heads)},
+    {"d_ff", TG_KEY_INT, "16", true, "TSA MLP width; null: 4 * d_model", "[1, inf)", CF(d_ff)},
     {"e_layers", TG_KEY_INT, "2", false,
-     "encoder scale blocks (the decoder has e_layers + 1 layers)", NULL, CF(e_layers)},
-    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", NULL, CF(factor)},
+     "encoder scale blocks (the decoder has e_layers + 1 layers)", "[1, inf)", CF(e_layers)},
+    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", CF(factor)},
     {"dropout", TG_KEY_FLOAT, "0.1", false,
-     "dropout everywhere (training only)", NULL, CF(dropout)},
-    {"seg_len", TG_KEY_INT, "12", false, "segment (patch) length; TSL: 12", NULL, CF(seg_len)},
-    {"win_size", TG_KEY_INT, "2", false, "segments merged per scale; TSL: 2", NULL, CF(win_size)},
+     "dropout everywhere (training only)", "[0, 1]", CF(dropout)},
+    {"seg_len", TG_KEY_INT, "12", false, "segment (patch) length; TSL: 12", "[1, inf)", CF(seg_len)},
+    {"win_size", TG_KEY_INT, "2", false, "segments merged per scale; TSL: 2", "[1, inf)", CF(win_size)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef CF

@@ -60,10 +60,10 @@ tg_node *tg_linear_forecast_build(tg_graph *g, const tg_linear_forecast *m, tg_n
 
 #define LF(f) offsetof(tg_linear_forecast_config, f)
 static const tg_layer_key linear_forecast_keys[] = {
-    {"B", TG_KEY_INT, "32", false, "batch", NULL, LF(B)},
-    {"enc_in", TG_KEY_INT, "7", false, "channels", NULL, LF(enc_in)},
-    {"seq_len", TG_KEY_INT, "96", false, "input steps", NULL, LF(seq_len)},
-    {"pred_len", TG_KEY_INT, "24", false, "forecast steps", NULL, LF(pred_len)},
+    {"B", TG_KEY_INT, "32", false, "batch", "[1, inf)", LF(B)},
+    {"enc_in", TG_KEY_INT, "7", false, "channels", "[1, inf)", LF(enc_in)},
+    {"seq_len", TG_KEY_INT, "96", false, "input steps", "[1, inf)", LF(seq_len)},
+    {"pred_len", TG_KEY_INT, "24", false, "forecast steps", "[1, inf)", LF(pred_len)},
     {"normalize", TG_KEY_BOOL, "false", false,
      "NLinear: subtract the last input step before the Linear, add it back after",
      NULL, LF(normalize)},

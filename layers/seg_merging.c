@@ -114,11 +114,11 @@ tg_node *tg_seg_merging_build(tg_graph *g, const tg_seg_merging *l, tg_node *x)
 
 #define SM(f) offsetof(tg_seg_merging_config, f)
 static const tg_layer_key seg_merging_keys[] = {
-    {"b", TG_KEY_INT, "2", false, "batch", NULL, SM(b)},
-    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", NULL, SM(ts_d)},
-    {"seg_num", TG_KEY_INT, "5", false, "segments of the input", NULL, SM(seg_num)},
-    {"d_model", TG_KEY_INT, "8", false, "model width", NULL, SM(d_model)},
-    {"win_size", TG_KEY_INT, "2", false, "segments merged into one", NULL, SM(win_size)},
+    {"b", TG_KEY_INT, "2", false, "batch", "[1, inf)", SM(b)},
+    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", "[1, inf)", SM(ts_d)},
+    {"seg_num", TG_KEY_INT, "5", false, "segments of the input", "[1, inf)", SM(seg_num)},
+    {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", SM(d_model)},
+    {"win_size", TG_KEY_INT, "2", false, "segments merged into one", "[1, inf)", SM(win_size)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef SM

@@ -185,18 +185,18 @@ tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x)
 
 #define TS(f) offsetof(tg_tsa_config, f)
 static const tg_layer_key tsa_keys[] = {
-    {"b", TG_KEY_INT, "2", false, "batch", NULL, TS(b)},
-    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", NULL, TS(ts_d)},
-    {"seg_num", TG_KEY_INT, "5", false, "segments; the router is per segment", NULL, TS(seg_num)},
-    {"d_model", TG_KEY_INT, "8", false, "model width", NULL, TS(d_model)},
-    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", NULL, TS(factor)},
-    {"n_heads", TG_KEY_INT, "2", false, "heads of the three attention layers", NULL, TS(n_heads)},
-    {"d_ff", TG_KEY_INT, "null", true, "MLP hidden width; null: 4 * d_model", NULL, TS(d_ff)},
+    {"b", TG_KEY_INT, "2", false, "batch", "[1, inf)", TS(b)},
+    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", "[1, inf)", TS(ts_d)},
+    {"seg_num", TG_KEY_INT, "5", false, "segments; the router is per segment", "[1, inf)", TS(seg_num)},
+    {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", TS(d_model)},
+    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", TS(factor)},
+    {"n_heads", TG_KEY_INT, "2", false, "heads of the three attention layers", "[1, inf)", TS(n_heads)},
+    {"d_ff", TG_KEY_INT, "null", true, "MLP hidden width; null: 4 * d_model", "[1, inf)", TS(d_ff)},
     {"dropout", TG_KEY_FLOAT, "0.1", false,
-     "dropout on the residual branches (training only)", NULL, TS(dropout)},
+     "dropout on the residual branches (training only)", "[0, 1]", TS(dropout)},
     {"attn_dropout", TG_KEY_FLOAT, "-1", false,
      "dropout on the attention weights; -1: the same as dropout (TSL: configs.dropout)",
-     NULL, TS(attn_dropout)},
+     "[-inf, 1]", TS(attn_dropout)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef TS
