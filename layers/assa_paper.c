@@ -268,7 +268,8 @@ static const tg_layer_key assa_paper_keys[] = {
     {"dim", TG_KEY_INT, "8", false, "channels", "[1, inf)", AP(dim)},
     {"win_size", TG_KEY_INT_LIST, "[2, 3]", false,
      "window (Wh, Ww); N = Wh*Ww", NULL, AP(win_size)},
-    {"num_heads", TG_KEY_INT, "2", false, "heads (dim % num_heads == 0)", "[1, inf)", AP(num_heads)},
+    {"num_heads", TG_KEY_INT, "2", false,
+     "heads (dim % num_heads == 0)", "[1, inf)", AP(num_heads)},
     {"qkv_bias", TG_KEY_BOOL, "true", false,
      "qkv.to_q / qkv.to_kv have a bias", NULL, AP(qkv_bias)},
     {"qk_scale", TG_KEY_FLOAT, "null", true,
@@ -285,11 +286,8 @@ static const tg_layer_key assa_paper_keys[] = {
 
 static tg_status ap_check(const void *vc)
 {
-    const tg_assa_paper_config *c = vc;
-    if (c->B_ <= 0)
-        return tg_set_error(TG_ERR_INVALID, "assa_paper: B_ must be positive, got %lld",
-                            (long long)c->B_);
-    return paper_config_check(c);
+    /* B_ >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return paper_config_check(vc);
 }
 
 static int ap_inputs(const void *vc, tg_layer_input *in)

@@ -148,11 +148,8 @@ static const tg_layer_key assa_topk_keys[] = {
 
 static tg_status at_check(const void *vc)
 {
-    const tg_assa_topk_config *c = vc;
-    if (c->B <= 0 || c->N <= 0)
-        return tg_set_error(TG_ERR_INVALID, "assa_topk: B (%lld) and N (%lld) must be positive",
-                            (long long)c->B, (long long)c->N);
-    return topk_config_check(c);
+    /* B, N >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return topk_config_check(vc);
 }
 
 static int at_inputs(const void *vc, tg_layer_input *in)

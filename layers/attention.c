@@ -191,15 +191,11 @@ static const tg_layer_key full_attention_keys[] = {
 static tg_status fa_check(const void *vc)
 {
     const tg_full_attention_config *c = vc;
-    if (c->B <= 0 || c->L <= 0 || c->S <= 0 || c->H <= 0 || c->E <= 0 || c->D <= 0)
-        return tg_set_error(TG_ERR_INVALID, "full_attention: B, L, S, H, E and D must be positive");
+    /* sizes >= 1, attention_dropout in [0, 1]: the key table's ranges (tg_keys_resolve) */
     if (c->mask_flag && c->L != c->S)
         return tg_set_error(TG_ERR_INVALID, "full_attention: mask_flag needs L == S (the causal "
                             "mask is [B, 1, L, L]); got L=%lld, S=%lld", (long long)c->L,
                             (long long)c->S);
-    if (!(c->attention_dropout >= 0 && c->attention_dropout <= 1))
-        return tg_set_error(TG_ERR_INVALID, "full_attention: attention_dropout must be in [0, 1], "
-                            "got %g", c->attention_dropout);
     return TG_OK;
 }
 
@@ -267,8 +263,7 @@ static tg_status al_check(const void *vc)
     const tg_attention_layer_config *c = vc;
     tg_status st = attention_layer_check(c, "attention_layer");
     if (st) return st;
-    if (c->B <= 0 || c->L <= 0 || c->S <= 0)
-        return tg_set_error(TG_ERR_INVALID, "attention_layer: B, L and S must be positive");
+    /* B, L, S >= 1: the key table's ranges (tg_keys_resolve) */
     if (c->self_attention && c->S != c->L)
         return tg_set_error(TG_ERR_INVALID, "attention_layer: self_attention uses one input, so S "
                             "(%lld) must equal L (%lld)", (long long)c->S, (long long)c->L);

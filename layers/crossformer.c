@@ -347,19 +347,18 @@ static const tg_layer_key crossformer_keys[] = {
     {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", CF(factor)},
     {"dropout", TG_KEY_FLOAT, "0.1", false,
      "dropout everywhere (training only)", "[0, 1]", CF(dropout)},
-    {"seg_len", TG_KEY_INT, "12", false, "segment (patch) length; TSL: 12", "[1, inf)", CF(seg_len)},
-    {"win_size", TG_KEY_INT, "2", false, "segments merged per scale; TSL: 2", "[1, inf)", CF(win_size)},
+    {"seg_len", TG_KEY_INT, "12", false,
+     "segment (patch) length; TSL: 12", "[1, inf)", CF(seg_len)},
+    {"win_size", TG_KEY_INT, "2", false,
+     "segments merged per scale; TSL: 2", "[1, inf)", CF(win_size)},
     {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef CF
 
 static tg_status cf_check(const void *vc)
 {
-    const tg_crossformer_config *c = vc;
-    if (c->B < 1)
-        return tg_set_error(TG_ERR_INVALID, "crossformer: B must be >= 1, got %lld",
-                            (long long)c->B);
-    return crossformer_check(c);
+    /* B >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return crossformer_check(vc);
 }
 
 static int cf_inputs(const void *vc, tg_layer_input *in)

@@ -126,13 +126,7 @@ static const tg_layer_key seg_merging_keys[] = {
 static tg_status sm_check(const void *vc)
 {
     const tg_seg_merging_config *c = vc;
-    if (c->b < 1 || c->ts_d < 1 || c->seg_num < 1)
-        return tg_set_error(TG_ERR_INVALID, "seg_merging: b, ts_d and seg_num must be >= 1, got "
-                            "b=%lld, ts_d=%lld, seg_num=%lld", (long long)c->b,
-                            (long long)c->ts_d, (long long)c->seg_num);
-    if (c->win_size < 1)
-        return tg_set_error(TG_ERR_INVALID, "seg_merging: win_size must be >= 1, got %lld",
-                            (long long)c->win_size);
+    /* every key >= 1: the key table's ranges, checked by the parser (tg_keys_resolve) */
     int64_t pad = tg_seg_merging_pad(c->seg_num, c->win_size);
     if (pad > c->seg_num)
         return tg_set_error(TG_ERR_INVALID, "seg_merging: seg_num %lld needs %lld padding "

@@ -187,10 +187,12 @@ tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x)
 static const tg_layer_key tsa_keys[] = {
     {"b", TG_KEY_INT, "2", false, "batch", "[1, inf)", TS(b)},
     {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", "[1, inf)", TS(ts_d)},
-    {"seg_num", TG_KEY_INT, "5", false, "segments; the router is per segment", "[1, inf)", TS(seg_num)},
+    {"seg_num", TG_KEY_INT, "5", false,
+     "segments; the router is per segment", "[1, inf)", TS(seg_num)},
     {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", TS(d_model)},
     {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", TS(factor)},
-    {"n_heads", TG_KEY_INT, "2", false, "heads of the three attention layers", "[1, inf)", TS(n_heads)},
+    {"n_heads", TG_KEY_INT, "2", false,
+     "heads of the three attention layers", "[1, inf)", TS(n_heads)},
     {"d_ff", TG_KEY_INT, "null", true, "MLP hidden width; null: 4 * d_model", "[1, inf)", TS(d_ff)},
     {"dropout", TG_KEY_FLOAT, "0.1", false,
      "dropout on the residual branches (training only)", "[0, 1]", TS(dropout)},
@@ -203,11 +205,8 @@ static const tg_layer_key tsa_keys[] = {
 
 static tg_status tsa_check(const void *vc)
 {
-    const tg_tsa_config *c = vc;
-    if (c->b < 1 || c->ts_d < 1)
-        return tg_set_error(TG_ERR_INVALID, "tsa: b and ts_d must be >= 1, got b=%lld, ts_d=%lld",
-                            (long long)c->b, (long long)c->ts_d);
-    return tg_tsa_config_check(c, "tsa");
+    /* b, ts_d >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return tg_tsa_config_check(vc, "tsa");
 }
 
 static int tsa_inputs(const void *vc, tg_layer_input *in)
