@@ -484,7 +484,8 @@ TG_GLUE(b_index_select)
 
 const tg_op_def tg__concat_ops[] = {
     {"cat", "torch.cat(tensors, dim=0) (also: concat)",
-     {{"dim", TG_OP_INT, "0", false, "the dim to join along", NULL, 0}}, false, {TG_ANY("tensors")}, 1,
+     {{"dim", TG_OP_INT, "0", false,
+       "the dim to join along", NULL, 0}}, false, {TG_ANY("tensors")}, 1,
      true, 1, b_cat, NULL, "cat dim=-1 --in a.npy --in b.npy --out y.npy", &op_cat, NULL,
      "dim=1;[2,3];[2,4]", "dim=0;[2,3];[2,4]", NULL},
     {"split", "torch.split(tensor, split_size_or_sections, dim=0) -> one --out per piece",
@@ -496,7 +497,8 @@ const tg_op_def tg__concat_ops[] = {
      NULL, "split_size_or_sections=2;dim=1;[2,5]",
      "split_size_or_sections=[2,2];dim=1;[2,5]", NULL},
     {"narrow", "torch.narrow(input, dim, start, length)",
-     {TG_DIM_REQ("the dim to narrow"), {"start", TG_OP_INT, NULL, false, "first index (< 0: from the end)", NULL, 0},
+     {TG_DIM_REQ("the dim to narrow"), {"start", TG_OP_INT, NULL, false,
+                                        "first index (< 0: from the end)", NULL, 0},
       {"length", TG_OP_INT, NULL, false, "number of elements", NULL, 0}}, false,
      {TG_ANY("input")}, 1, false, 1, b_narrow, NULL,
      "narrow dim=1 start=1 length=3 --in x.npy --out y.npy", &op_slice, NULL,
