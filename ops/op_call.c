@@ -90,14 +90,14 @@ bool tg__op_dim(tg_graph *g, const tg_op_call *c, const char *name, int *out)
 
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
 {
-    size_t at = 0;
     TG__NONNULL_VOID(buf);
     if (!len) return;
     TG__NONNULL_VOID(op);
-    snprintf(buf, len, "none");
-    for (int i = 0; i < TG_OP_MAX_ATTRS && op->attrs[i].name && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", op->attrs[i].name);
-    if (op->axis_lengths && at < len)
+    int n = tg_keys_count(op->attrs, TG_OP_MAX_ATTRS);
+    tg_keys_names(op->attrs, n, buf, len);
+    size_t at = strlen(buf);
+    if (!n) snprintf(buf, len, "none");
+    else if (op->axis_lengths && at + 1 < len)
         snprintf(buf + at, len - at, ", and axis lengths NAME=INT");
 }
 
