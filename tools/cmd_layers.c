@@ -55,7 +55,8 @@ const tg_cli_cmd tg_cmd_layers = {
     .help = "usage: tgraph layers [LAYER] | tgraph layers --names\n\n"
             "Lists every layer (or one) with its config keys (for --set KEY=VALUE in run,\n"
             "gradcheck, dot and bench), their defaults (PyTorch's, as in\n"
-            "shared/oracle/make_case.py --list) and the inputs with their shapes.\n"
+            "shared/oracle/make_case.py --list), types and ranges, and the inputs with\n"
+            "their shapes. The key lines read like tgraph op NAME --help's attributes.\n"
             "--names prints only the layer names, one per line.\n\n"
             "examples:\n  tgraph layers\n  tgraph layers tsa\n",
     .run = run,

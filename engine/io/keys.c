@@ -24,7 +24,7 @@ int tg_keys_count(const tg_key *keys, int max)
 
 const char *tg_key_type_name(tg_key_type t)
 {
-    switch (t) {
+    switch ((int)t) {
     case TG_KEY_INT: return "INT";
     case TG_KEY_FLOAT: return "FLOAT";
     case TG_KEY_BOOL: return "BOOL";
@@ -36,7 +36,7 @@ const char *tg_key_type_name(tg_key_type t)
 
 static const char *type_noun(tg_key_type t)
 {
-    switch (t) {
+    switch ((int)t) {
     case TG_KEY_INT: return "an integer";
     case TG_KEY_FLOAT: return "a number";
     case TG_KEY_BOOL: return "true or false";
@@ -117,7 +117,7 @@ tg_status tg_key_check(const tg_key *k, const tg_value *v)
     bool b;
     const char *s;
     tg_status st;
-    switch (k->type) {
+    switch ((int)k->type) {
     case TG_KEY_INT:
         if ((st = tg_value_as_int(v, k->name, list))) return st;
         return check_range(k, (double)list[0], "");
@@ -204,7 +204,7 @@ tg_status tg_keys_fill_struct(const tg_key *keys, int n, const tg_value *values,
         char *at = (char *)config + k->offset;
         bool null = v->kind == TG_VALUE_NULL;
         tg_status st = TG_OK;
-        switch (k->type) {
+        switch ((int)k->type) {
         case TG_KEY_INT: {
             int64_t x = 0;
             if (!null) st = tg_value_as_int(v, k->name, &x);

@@ -118,10 +118,14 @@ typedef enum tg_key_type {
     TG_KEY_INT,        /* an integer; in a struct: int64_t */
     TG_KEY_FLOAT,      /* a number (an integer too; inf, -inf, nan); in a struct: double */
     TG_KEY_BOOL,       /* true / false; in a struct: bool */
-    TG_KEY_INT_LIST,   /* [2, 3]; a single integer counts as a list of one; in a struct: tg_int_list */
-    TG_KEY_STRING,     /* text (the shell strips quotes); ops only: no struct field */
-    TG_KEY_TYPE_COUNT
+    TG_KEY_INT_LIST    /* [2, 3]; a single integer counts as a list of one; in a struct: tg_int_list */
 } tg_key_type;
+/* Text (the shell strips quotes): op attributes only, as no config struct
+ * field holds it. A value of tg_key_type but not one of its enumerators, so
+ * that code switching over a layer's key types (the four above, as before
+ * issue 18) stays complete under -Wswitch; switch on (int)type to name it. */
+#define TG_KEY_STRING     ((tg_key_type)4)
+#define TG_KEY_TYPE_COUNT 5
 
 typedef struct tg_int_list {
     int     n;
