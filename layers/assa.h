@@ -34,7 +34,8 @@ typedef struct tg_assa_topk_config {
     bool    bias;      /* the four projections have a bias */
 } tg_assa_topk_config;
 
-/* PyTorch's constructor defaults: k = 32, bias = true. */
+/* PyTorch's constructor defaults: k = 32, bias = true; the rest from the key
+ * table (`tgraph layers assa_topk`), B and N left at 0 (any). */
 tg_assa_topk_config tg_assa_topk_defaults(int64_t embed_dim, int64_t num_heads);
 
 typedef struct tg_assa_topk {
@@ -80,7 +81,8 @@ typedef struct tg_assa_paper_config {
     double      attn_drop, proj_drop;
 } tg_assa_paper_config;
 
-/* PyTorch's constructor defaults: qkv_bias = true, qk_scale = None, no dropout. */
+/* PyTorch's constructor defaults: qkv_bias = true, qk_scale = None, no dropout
+ * (the key table's, `tgraph layers assa_paper`); B_ left at 0 (any). */
 tg_assa_paper_config tg_assa_paper_defaults(int64_t dim, int64_t wh, int64_t ww,
                                             int64_t num_heads);
 

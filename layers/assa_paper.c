@@ -38,9 +38,13 @@
 tg_assa_paper_config tg_assa_paper_defaults(int64_t dim, int64_t wh, int64_t ww,
                                             int64_t num_heads)
 {
-    return (tg_assa_paper_config){.dim = dim, .win_size = {2, {wh, ww}}, .num_heads = num_heads,
-                                  .qkv_bias = true, .qk_scale = 0, .attn_drop = 0,
-                                  .proj_drop = 0};
+    tg_assa_paper_config c;
+    tg_keys_defaults(tg_assa_paper_class.keys, &c, sizeof c);   /* the key table below */
+    c.dim = dim;
+    c.win_size = (tg_int_list){2, {wh, ww}};
+    c.num_heads = num_heads;
+    c.B_ = 0;   /* registry only (the input's batch); 0: any, checked when built */
+    return c;
 }
 
 /* win_size as (Wh, Ww): [wh, ww], or one int w meaning (w, w) as in the
@@ -260,28 +264,30 @@ tg_node *tg_assa_paper_build(tg_graph *g, const tg_assa_paper *l, tg_node *x, tg
 
 #define AP(f) offsetof(tg_assa_paper_config, f)
 static const tg_layer_key assa_paper_keys[] = {
-    {"B_", TG_KEY_INT, "3", false, AP(B_), "batch * windows"},
-    {"dim", TG_KEY_INT, "8", false, AP(dim), "channels"},
-    {"win_size", TG_KEY_INT_LIST, "[2, 3]", false, AP(win_size), "window (Wh, Ww); N = Wh*Ww"},
-    {"num_heads", TG_KEY_INT, "2", false, AP(num_heads), "heads (dim % num_heads == 0)"},
-    {"qkv_bias", TG_KEY_BOOL, "true", false, AP(qkv_bias), "qkv.to_q / qkv.to_kv have a bias"},
-    {"qk_scale", TG_KEY_FLOAT, "null", true, AP(qk_scale), "score scale; null: head_dim^-0.5"},
-    {"mask_windows", TG_KEY_INT, "0", false, AP(mask_windows),
-     "nW of the additive mask input [nW, N, N]; 0: no mask"},
-    {"attn_drop", TG_KEY_FLOAT, "0", false, AP(attn_drop),
-     "dropout on the attention weights (training only)"},
-    {"proj_drop", TG_KEY_FLOAT, "0", false, AP(proj_drop), "dropout after proj (training only)"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B_", TG_KEY_INT, "3", false, "batch * windows", "[1, inf)", AP(B_)},
+    {"dim", TG_KEY_INT, "8", false, "channels", "[1, inf)", AP(dim)},
+    {"win_size", TG_KEY_INT_LIST, "[2, 3]", false,
+     "window (Wh, Ww); N = Wh*Ww", NULL, AP(win_size)},
+    {"num_heads", TG_KEY_INT, "2", false,
+     "heads (dim % num_heads == 0)", "[1, inf)", AP(num_heads)},
+    {"qkv_bias", TG_KEY_BOOL, "true", false,
+     "qkv.to_q / qkv.to_kv have a bias", NULL, AP(qkv_bias)},
+    {"qk_scale", TG_KEY_FLOAT, "null", true,
+     "score scale; null: head_dim^-0.5", NULL, AP(qk_scale)},
+    {"mask_windows", TG_KEY_INT, "0", false,
+     "nW of the additive mask input [nW, N, N]; 0: no mask", "[0, inf)", AP(mask_windows)},
+    {"attn_drop", TG_KEY_FLOAT, "0", false,
+     "dropout on the attention weights (training only)", "[0, 1]", AP(attn_drop)},
+    {"proj_drop", TG_KEY_FLOAT, "0", false,
+     "dropout after proj (training only)", "[0, 1]", AP(proj_drop)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AP
 
 static tg_status ap_check(const void *vc)
 {
-    const tg_assa_paper_config *c = vc;
-    if (c->B_ <= 0)
-        return tg_set_error(TG_ERR_INVALID, "assa_paper: B_ must be positive, got %lld",
-                            (long long)c->B_);
-    return paper_config_check(c);
+    /* B_ >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return paper_config_check(vc);
 }
 
 static int ap_inputs(const void *vc, tg_layer_input *in)

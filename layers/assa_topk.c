@@ -28,8 +28,13 @@
 
 tg_assa_topk_config tg_assa_topk_defaults(int64_t embed_dim, int64_t num_heads)
 {
-    return (tg_assa_topk_config){.embed_dim = embed_dim, .num_heads = num_heads, .k = 32,
-                                 .bias = true};
+    tg_assa_topk_config c;
+    tg_keys_defaults(tg_assa_topk_class.keys, &c, sizeof c);   /* the key table below */
+    c.embed_dim = embed_dim;
+    c.num_heads = num_heads;
+    c.k = 32;   /* the module's default; the table's 3 is the oracle cases' (N = 6) */
+    c.B = c.N = 0;   /* registry only (the input's shape); 0: any, checked when built */
+    return c;
 }
 
 static tg_status topk_config_check(const tg_assa_topk_config *c)
@@ -130,23 +135,21 @@ tg_node *tg_assa_topk_build(tg_graph *g, const tg_assa_topk *l, tg_node *x, tg_n
 
 #define AT(f) offsetof(tg_assa_topk_config, f)
 static const tg_layer_key assa_topk_keys[] = {
-    {"B", TG_KEY_INT, "2", false, AT(B), "batch"},
-    {"N", TG_KEY_INT, "6", false, AT(N), "sequence length"},
-    {"embed_dim", TG_KEY_INT, "8", false, AT(embed_dim), "model width"},
-    {"num_heads", TG_KEY_INT, "1", false, AT(num_heads), "heads (embed_dim % num_heads == 0)"},
-    {"k", TG_KEY_INT, "3", false, AT(k), "scores kept per query row, 1 <= k <= N"},
-    {"bias", TG_KEY_BOOL, "true", false, AT(bias), "q/k/v/out projections have a bias"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "2", false, "batch", "[1, inf)", AT(B)},
+    {"N", TG_KEY_INT, "6", false, "sequence length", "[1, inf)", AT(N)},
+    {"embed_dim", TG_KEY_INT, "8", false, "model width", "[1, inf)", AT(embed_dim)},
+    {"num_heads", TG_KEY_INT, "1", false,
+     "heads (embed_dim % num_heads == 0)", "[1, inf)", AT(num_heads)},
+    {"k", TG_KEY_INT, "3", false, "scores kept per query row, 1 <= k <= N", "[1, inf)", AT(k)},
+    {"bias", TG_KEY_BOOL, "true", false, "q/k/v/out projections have a bias", NULL, AT(bias)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AT
 
 static tg_status at_check(const void *vc)
 {
-    const tg_assa_topk_config *c = vc;
-    if (c->B <= 0 || c->N <= 0)
-        return tg_set_error(TG_ERR_INVALID, "assa_topk: B (%lld) and N (%lld) must be positive",
-                            (long long)c->B, (long long)c->N);
-    return topk_config_check(c);
+    /* B, N >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return topk_config_check(vc);
 }
 
 static int at_inputs(const void *vc, tg_layer_input *in)

@@ -26,9 +26,11 @@
 
 tg_full_attention_config tg_full_attention_defaults(void)
 {
-    return (tg_full_attention_config){.B = 8, .L = 6, .S = 6, .H = 2, .E = 8, .D = 8,
-                                      .mask_flag = true, .factor = 5, .scale = 0,
-                                      .attention_dropout = 0.1, .output_attention = false};
+    tg_full_attention_config c;
+    tg_keys_defaults(tg_full_attention_class.keys, &c, sizeof c);   /* the key table below */
+    c.output_attention = false;   /* TSL's FullAttention(output_attention=False); the table's
+                                     true is the oracle cases' (make_case.py --list) */
+    return c;
 }
 
 tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const char *name,
@@ -77,9 +79,9 @@ tg_node *tg_full_attention(tg_graph *g, const tg_full_attention_config *c, const
 
 tg_attention_layer_config tg_attention_layer_defaults(void)
 {
-    return (tg_attention_layer_config){.B = 2, .L = 6, .S = 6, .d_model = 16, .n_heads = 2,
-                                       .mask_flag = false, .attention_dropout = 0.1,
-                                       .self_attention = true};
+    tg_attention_layer_config c;
+    tg_keys_defaults(tg_attention_layer_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 static tg_status attention_layer_check(const tg_attention_layer_config *c, const char *who)
@@ -169,35 +171,31 @@ tg_node *tg_attention_layer_build(tg_graph *g, const tg_attention_layer *l, tg_n
 
 #define FA(f) offsetof(tg_full_attention_config, f)
 static const tg_layer_key full_attention_keys[] = {
-    {"B", TG_KEY_INT, "8", false, FA(B), "batch"},
-    {"L", TG_KEY_INT, "6", false, FA(L), "query length"},
-    {"S", TG_KEY_INT, "6", false, FA(S), "key/value length"},
-    {"H", TG_KEY_INT, "2", false, FA(H), "heads"},
-    {"E", TG_KEY_INT, "8", false, FA(E), "query/key size per head"},
-    {"D", TG_KEY_INT, "8", false, FA(D), "value size per head"},
-    {"mask_flag", TG_KEY_BOOL, "true", false, FA(mask_flag), "causal mask (needs L == S)"},
-    {"factor", TG_KEY_INT, "5", false, FA(factor), "unused (TSL signature)"},
-    {"scale", TG_KEY_FLOAT, "null", true, FA(scale), "score scale; null: 1/sqrt(E)"},
-    {"attention_dropout", TG_KEY_FLOAT, "0.1", false, FA(attention_dropout),
-     "dropout on the attention weights (training only)"},
-    {"output_attention", TG_KEY_BOOL, "true", false, FA(output_attention),
-     "also return A [B, H, L, S]"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "8", false, "batch", "[1, inf)", FA(B)},
+    {"L", TG_KEY_INT, "6", false, "query length", "[1, inf)", FA(L)},
+    {"S", TG_KEY_INT, "6", false, "key/value length", "[1, inf)", FA(S)},
+    {"H", TG_KEY_INT, "2", false, "heads", "[1, inf)", FA(H)},
+    {"E", TG_KEY_INT, "8", false, "query/key size per head", "[1, inf)", FA(E)},
+    {"D", TG_KEY_INT, "8", false, "value size per head", "[1, inf)", FA(D)},
+    {"mask_flag", TG_KEY_BOOL, "true", false, "causal mask (needs L == S)", NULL, FA(mask_flag)},
+    {"factor", TG_KEY_INT, "5", false, "unused (TSL signature)", NULL, FA(factor)},
+    {"scale", TG_KEY_FLOAT, "null", true, "score scale; null: 1/sqrt(E)", NULL, FA(scale)},
+    {"attention_dropout", TG_KEY_FLOAT, "0.1", false,
+     "dropout on the attention weights (training only)", "[0, 1]", FA(attention_dropout)},
+    {"output_attention", TG_KEY_BOOL, "true", false,
+     "also return A [B, H, L, S]", NULL, FA(output_attention)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef FA
 
 static tg_status fa_check(const void *vc)
 {
     const tg_full_attention_config *c = vc;
-    if (c->B <= 0 || c->L <= 0 || c->S <= 0 || c->H <= 0 || c->E <= 0 || c->D <= 0)
-        return tg_set_error(TG_ERR_INVALID, "full_attention: B, L, S, H, E and D must be positive");
+    /* sizes >= 1, attention_dropout in [0, 1]: the key table's ranges (tg_keys_resolve) */
     if (c->mask_flag && c->L != c->S)
         return tg_set_error(TG_ERR_INVALID, "full_attention: mask_flag needs L == S (the causal "
                             "mask is [B, 1, L, L]); got L=%lld, S=%lld", (long long)c->L,
                             (long long)c->S);
-    if (!(c->attention_dropout >= 0 && c->attention_dropout <= 1))
-        return tg_set_error(TG_ERR_INVALID, "full_attention: attention_dropout must be in [0, 1], "
-                            "got %g", c->attention_dropout);
     return TG_OK;
 }
 
@@ -238,23 +236,25 @@ const tg_layer_class tg_full_attention_class = {
 
 #define AL(f) offsetof(tg_attention_layer_config, f)
 static const tg_layer_key attention_layer_keys[] = {
-    {"B", TG_KEY_INT, "2", false, AL(B), "batch"},
-    {"L", TG_KEY_INT, "6", false, AL(L), "query length"},
-    {"S", TG_KEY_INT, "6", false, AL(S), "key/value length (cross-attention)"},
-    {"d_model", TG_KEY_INT, "16", false, AL(d_model), "model width"},
-    {"n_heads", TG_KEY_INT, "2", false, AL(n_heads), "heads"},
-    {"d_keys", TG_KEY_INT, "null", true, AL(d_keys), "key size per head; null: d_model // n_heads"},
-    {"d_values", TG_KEY_INT, "null", true, AL(d_values),
-     "value size per head; null: d_model // n_heads"},
-    {"mask_flag", TG_KEY_BOOL, "false", false, AL(mask_flag), "causal mask in FullAttention"},
-    {"scale", TG_KEY_FLOAT, "null", true, AL(scale), "score scale; null: 1/sqrt(d_keys)"},
-    {"attention_dropout", TG_KEY_FLOAT, "0.1", false, AL(attention_dropout),
-     "dropout on the attention weights (training only)"},
-    {"output_attention", TG_KEY_BOOL, "false", false, AL(output_attention),
-     "also return A [B, H, L, S]"},
-    {"self_attention", TG_KEY_BOOL, "true", false, AL(self_attention),
-     "one input x used as queries, keys and values; false: inputs q, k, v"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "2", false, "batch", "[1, inf)", AL(B)},
+    {"L", TG_KEY_INT, "6", false, "query length", "[1, inf)", AL(L)},
+    {"S", TG_KEY_INT, "6", false, "key/value length (cross-attention)", "[1, inf)", AL(S)},
+    {"d_model", TG_KEY_INT, "16", false, "model width", "[1, inf)", AL(d_model)},
+    {"n_heads", TG_KEY_INT, "2", false, "heads", "[1, inf)", AL(n_heads)},
+    {"d_keys", TG_KEY_INT, "null", true,
+     "key size per head; null: d_model // n_heads", "[1, inf)", AL(d_keys)},
+    {"d_values", TG_KEY_INT, "null", true,
+     "value size per head; null: d_model // n_heads", "[1, inf)", AL(d_values)},
+    {"mask_flag", TG_KEY_BOOL, "false", false, "causal mask in FullAttention", NULL, AL(mask_flag)},
+    {"scale", TG_KEY_FLOAT, "null", true, "score scale; null: 1/sqrt(d_keys)", NULL, AL(scale)},
+    {"attention_dropout", TG_KEY_FLOAT, "0.1", false,
+     "dropout on the attention weights (training only)", "[0, 1]", AL(attention_dropout)},
+    {"output_attention", TG_KEY_BOOL, "false", false,
+     "also return A [B, H, L, S]", NULL, AL(output_attention)},
+    {"self_attention", TG_KEY_BOOL, "true", false,
+     "one input x used as queries, keys and values; false: inputs q, k, v",
+     NULL, AL(self_attention)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AL
 
@@ -263,8 +263,7 @@ static tg_status al_check(const void *vc)
     const tg_attention_layer_config *c = vc;
     tg_status st = attention_layer_check(c, "attention_layer");
     if (st) return st;
-    if (c->B <= 0 || c->L <= 0 || c->S <= 0)
-        return tg_set_error(TG_ERR_INVALID, "attention_layer: B, L and S must be positive");
+    /* B, L, S >= 1: the key table's ranges (tg_keys_resolve) */
     if (c->self_attention && c->S != c->L)
         return tg_set_error(TG_ERR_INVALID, "attention_layer: self_attention uses one input, so S "
                             "(%lld) must equal L (%lld)", (long long)c->S, (long long)c->L);

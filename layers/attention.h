@@ -24,6 +24,8 @@ typedef struct tg_full_attention_config {
     bool    output_attention;
 } tg_full_attention_config;
 
+/* The key table's defaults (`tgraph layers full_attention`), but TSL's
+ * output_attention = false. */
 tg_full_attention_config tg_full_attention_defaults(void);
 
 /* queries [B, L, H, E], keys [B, S, H, E], values [B, S, H, D] -> V [B, L, H, D].
@@ -48,6 +50,7 @@ typedef struct tg_attention_layer_config {
     bool    self_attention;      /* registry only: one input x used as q = k = v */
 } tg_attention_layer_config;
 
+/* The key table's defaults (`tgraph layers attention_layer`). */
 tg_attention_layer_config tg_attention_layer_defaults(void);
 
 typedef struct tg_attention_layer {

@@ -36,8 +36,12 @@
 
 tg_axial_attention_config tg_axial_attention_defaults(int64_t dim)
 {
-    return (tg_axial_attention_config){.dim = dim, .num_dimensions = 2, .heads = 8,
-                                       .dim_heads = 0, .dim_index = -1, .sum_axial_out = true};
+    tg_axial_attention_config c;
+    tg_keys_defaults(tg_axial_attention_class.keys, &c, sizeof c);   /* the key table below */
+    c.dim = dim;
+    c.heads = 8;   /* AxialAttention(dim, heads=8); the table's 2 is the oracle cases' */
+    c.shape = (tg_int_list){0, {0}};   /* registry only (the input's shape) */
+    return c;
 }
 
 /* ------------------------------------------------------------------ config */
@@ -283,16 +287,19 @@ tg_node *tg_axial_attention_build(tg_graph *g, const tg_axial_attention *l, tg_n
 
 #define AX(f) offsetof(tg_axial_attention_config, f)
 static const tg_layer_key axial_keys[] = {
-    {"shape", TG_KEY_INT_LIST, "[2, 4, 5, 8]", false, AX(shape),
-     "x's shape: batch, the axial axes and the embedding axis (num_dimensions + 2 entries)"},
-    {"dim", TG_KEY_INT, "8", false, AX(dim), "embedding size, x.shape[dim_index]"},
-    {"num_dimensions", TG_KEY_INT, "2", false, AX(num_dimensions), "number of axial axes"},
-    {"heads", TG_KEY_INT, "2", false, AX(heads), "heads (must divide dim)"},
-    {"dim_heads", TG_KEY_INT, "null", true, AX(dim_heads), "size per head; null: dim // heads"},
-    {"dim_index", TG_KEY_INT, "-1", false, AX(dim_index), "the embedding axis (not 0)"},
-    {"sum_axial_out", TG_KEY_BOOL, "true", false, AX(sum_axial_out),
-     "sum the per-axis attentions (each on x); false: chain them"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"shape", TG_KEY_INT_LIST, "[2, 4, 5, 8]", false,
+     "x's shape: batch, the axial axes and the embedding axis (num_dimensions + 2 entries)",
+     "[1, inf)", AX(shape)},
+    {"dim", TG_KEY_INT, "8", false, "embedding size, x.shape[dim_index]", "[1, inf)", AX(dim)},
+    {"num_dimensions", TG_KEY_INT, "2", false,
+     "number of axial axes", "[1, 6]", AX(num_dimensions)},
+    {"heads", TG_KEY_INT, "2", false, "heads (must divide dim)", "[1, inf)", AX(heads)},
+    {"dim_heads", TG_KEY_INT, "null", true,
+     "size per head; null: dim // heads", "[1, inf)", AX(dim_heads)},
+    {"dim_index", TG_KEY_INT, "-1", false, "the embedding axis (not 0)", NULL, AX(dim_index)},
+    {"sum_axial_out", TG_KEY_BOOL, "true", false,
+     "sum the per-axis attentions (each on x); false: chain them", NULL, AX(sum_axial_out)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef AX
 

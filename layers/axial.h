@@ -35,7 +35,8 @@ typedef struct tg_axial_attention_config {
     bool        sum_axial_out;   /* true: sum over axes; false: chain them */
 } tg_axial_attention_config;
 
-/* PyTorch's constructor defaults for AxialAttention(dim); shape left empty. */
+/* PyTorch's constructor defaults for AxialAttention(dim) (heads = 8; the rest
+ * from the key table, `tgraph layers axial`); shape left empty. */
 tg_axial_attention_config tg_axial_attention_defaults(int64_t dim);
 
 /* The per-axis SelfAttention (lucidrains' `fn`): to_q [hidden, dim] and

@@ -41,9 +41,9 @@ void tg_positional_embedding_fill(float *out, int64_t len, int64_t d_model)
 
 tg_crossformer_config tg_crossformer_defaults(void)
 {
-    return (tg_crossformer_config){.B = 2, .enc_in = 3, .seq_len = 30, .pred_len = 20,
-                                   .d_model = 8, .n_heads = 2, .d_ff = 16, .e_layers = 2,
-                                   .factor = 2, .dropout = 0.1, .seg_len = 12, .win_size = 2};
+    tg_crossformer_config c;
+    tg_keys_defaults(tg_crossformer_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
@@ -335,30 +335,30 @@ tg_node *tg_crossformer_build(tg_graph *g, const tg_crossformer *m, tg_node *x_e
 
 #define CF(f) offsetof(tg_crossformer_config, f)
 static const tg_layer_key crossformer_keys[] = {
-    {"B", TG_KEY_INT, "2", false, CF(B), "batch"},
-    {"enc_in", TG_KEY_INT, "3", false, CF(enc_in), "input series (variables)"},
-    {"seq_len", TG_KEY_INT, "30", false, CF(seq_len), "input length"},
-    {"pred_len", TG_KEY_INT, "20", false, CF(pred_len), "forecast length"},
-    {"d_model", TG_KEY_INT, "8", false, CF(d_model), "model width (even)"},
-    {"n_heads", TG_KEY_INT, "2", false, CF(n_heads), "attention heads"},
-    {"d_ff", TG_KEY_INT, "16", true, CF(d_ff), "TSA MLP width; null: 4 * d_model"},
-    {"e_layers", TG_KEY_INT, "2", false, CF(e_layers),
-     "encoder scale blocks (the decoder has e_layers + 1 layers)"},
-    {"factor", TG_KEY_INT, "2", false, CF(factor), "router vectors per segment"},
-    {"dropout", TG_KEY_FLOAT, "0.1", false, CF(dropout), "dropout everywhere (training only)"},
-    {"seg_len", TG_KEY_INT, "12", false, CF(seg_len), "segment (patch) length; TSL: 12"},
-    {"win_size", TG_KEY_INT, "2", false, CF(win_size), "segments merged per scale; TSL: 2"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"B", TG_KEY_INT, "2", false, "batch", "[1, inf)", CF(B)},
+    {"enc_in", TG_KEY_INT, "3", false, "input series (variables)", "[1, inf)", CF(enc_in)},
+    {"seq_len", TG_KEY_INT, "30", false, "input length", "[1, inf)", CF(seq_len)},
+    {"pred_len", TG_KEY_INT, "20", false, "forecast length", "[1, inf)", CF(pred_len)},
+    {"d_model", TG_KEY_INT, "8", false, "model width (even)", "[1, inf)", CF(d_model)},
+    {"n_heads", TG_KEY_INT, "2", false, "attention heads", "[1, inf)", CF(n_heads)},
+    {"d_ff", TG_KEY_INT, "16", true, "TSA MLP width; null: 4 * d_model", "[1, inf)", CF(d_ff)},
+    {"e_layers", TG_KEY_INT, "2", false,
+     "encoder scale blocks (the decoder has e_layers + 1 layers)", "[1, inf)", CF(e_layers)},
+    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", CF(factor)},
+    {"dropout", TG_KEY_FLOAT, "0.1", false,
+     "dropout everywhere (training only)", "[0, 1]", CF(dropout)},
+    {"seg_len", TG_KEY_INT, "12", false,
+     "segment (patch) length; TSL: 12", "[1, inf)", CF(seg_len)},
+    {"win_size", TG_KEY_INT, "2", false,
+     "segments merged per scale; TSL: 2", "[1, inf)", CF(win_size)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef CF
 
 static tg_status cf_check(const void *vc)
 {
-    const tg_crossformer_config *c = vc;
-    if (c->B < 1)
-        return tg_set_error(TG_ERR_INVALID, "crossformer: B must be >= 1, got %lld",
-                            (long long)c->B);
-    return crossformer_check(c);
+    /* B >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return crossformer_check(vc);
 }
 
 static int cf_inputs(const void *vc, tg_layer_input *in)

@@ -48,6 +48,7 @@ typedef struct tg_crossformer_config {
     int64_t seg_len, win_size;
 } tg_crossformer_config;
 
+/* The key table's defaults (`tgraph layers crossformer`). */
 tg_crossformer_config tg_crossformer_defaults(void);
 
 /* scale_block(configs, win_size, d_model, n_heads, d_ff, depth=1, dropout, seg_num, factor) */

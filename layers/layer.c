@@ -46,54 +46,19 @@ struct tg_layer {
     tg_layer_input        inputs[TG_MAX_LAYER_INPUTS];
 };
 
-static tg_status store(const tg_layer_key *k, const tg_value *v, void *config)
-{
-    char *at = (char *)config + k->offset;
-    tg_status st = TG_OK;
-    if (v->kind == TG_VALUE_NULL) {
-        if (!k->nullable)
-            return tg_set_error(TG_ERR_INVALID, "%s: null is not allowed here", k->name);
-        memset(at, 0, k->type == TG_KEY_INT_LIST ? sizeof(tg_int_list)
-                      : k->type == TG_KEY_BOOL ? sizeof(bool) : 8);
-        return TG_OK;
-    }
-    switch (k->type) {
-    case TG_KEY_INT: st = tg_value_as_int(v, k->name, (int64_t *)(void *)at); break;
-    case TG_KEY_FLOAT: st = tg_value_as_double(v, k->name, (double *)(void *)at); break;
-    case TG_KEY_BOOL: st = tg_value_as_bool(v, k->name, (bool *)(void *)at); break;
-    case TG_KEY_INT_LIST: {
-        tg_int_list *l = (tg_int_list *)(void *)at;
-        st = tg_value_as_int_list(v, k->name, l->v, TG_MAX_RANK, &l->n);
-        break;
-    }
-    }
-    return st;
-}
-
 tg_status tg_layer_read_config(const tg_layer_class *cls, tg_config *cfg, void *config)
 {
-    char known[1024] = "";
-    size_t used = 0;
     TG__NONNULL(cls, TG_ERR_INVALID);
     TG__NONNULL(config, TG_ERR_INVALID);
-    for (const tg_layer_key *k = cls->keys; k->name; k++) {
-        used += (size_t)snprintf(known + used, used < sizeof known ? sizeof known - used : 0,
-                                 "%s%s", k == cls->keys ? "" : ", ", k->name);
-        const tg_value *given = cfg ? tg_config_get(cfg, k->name) : NULL;
-        tg_value def;
-        tg_status st;
-        if (given) {
-            st = store(k, given, config);
-        } else {
-            if ((st = tg_value_parse(k->def, &def)))
-                return tg_set_error(st, "%s: bad default for %s: %s", cls->name, k->name,
-                                    tg_last_error());
-            st = store(k, &def, config);
-            tg_value_free(&def);
-        }
-        if (st) return tg_set_error(st, "%s: %s", cls->name, tg_last_error());
-    }
-    return cfg ? tg_config_check_unused(cfg, cls->name, known) : TG_OK;
+    int n = tg_keys_count(cls->keys, 1 << 20);
+    tg_value *v = tg__calloc((size_t)n + 1, sizeof *v);
+    if (!v) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", cls->name);
+    tg_status st = tg_keys_resolve(cls->keys, n, cfg, cls->name, "key", 0, v);
+    if (!st && (st = tg_keys_fill_struct(cls->keys, n, v, config)))
+        tg_set_error(st, "%s: %s", cls->name, tg_last_error());
+    for (int i = 0; i < n; i++) tg_value_free(&v[i]);
+    tg__free(v);
+    return st;
 }
 
 tg_layer *tg_layer_new(const char *name, tg_config *cfg, tg_params *ps, const char *prefix,

@@ -24,28 +24,13 @@
 extern "C" {
 #endif
 
-typedef enum tg_key_type {
-    TG_KEY_INT,        /* int64_t */
-    TG_KEY_FLOAT,      /* double */
-    TG_KEY_BOOL,       /* bool */
-    TG_KEY_INT_LIST,   /* tg_int_list */
-} tg_key_type;
-
-typedef struct tg_int_list {
-    int     n;
-    int64_t v[TG_MAX_RANK];
-} tg_int_list;
-
-/* One config key. `nullable` keys accept null (PyTorch's None), stored as 0,
- * which every such layer argument treats like None (`d_ff or 4*d_model`). */
-typedef struct tg_layer_key {
-    const char *name;
-    tg_key_type type;
-    const char *def;        /* default, in the value language ("8", "null", "[2, 3]") */
-    bool        nullable;
-    size_t      offset;     /* where it lives in the layer's config struct */
-    const char *doc;
-} tg_layer_key;
+/* One config key: the one key schema of engine/io/value.h (type, default,
+ * nullable, doc, range, offset in the layer's config struct). Rows are
+ * {name, type, def, nullable, doc, range, offset}; before issue 18 they were
+ * {name, type, def, nullable, offset, doc}: move doc before offset and put a
+ * range (or NULL) between them. tg_key_type, TG_KEY_* and tg_int_list moved
+ * to value.h (included here), so code naming them compiles unchanged. */
+typedef tg_key tg_layer_key;
 
 #define TG_MAX_LAYER_INPUTS 4
 
@@ -111,8 +96,10 @@ int                    tg_layer_class_count(void);
 const tg_layer_class  *tg_layer_class_at(int i);
 const tg_layer_class  *tg_layer_class_find(const char *name);   /* NULL if unknown */
 
-/* Fill a config struct from cfg per the key table (defaults for absent
- * keys; unknown keys are an error). Exposed for tools that list or infer keys. */
+/* Fill a config struct from cfg per the key table with tg_keys_resolve
+ * (defaults for absent keys; unknown, mistyped and out-of-range keys are
+ * errors naming them, prefixed with the layer's name). Exposed for tools
+ * that list or infer keys. */
 tg_status tg_layer_read_config(const tg_layer_class *cls, tg_config *cfg, void *config);
 
 #ifdef __cplusplus

@@ -30,7 +30,9 @@
 
 tg_seg_merging_config tg_seg_merging_defaults(void)
 {
-    return (tg_seg_merging_config){.b = 2, .ts_d = 3, .seg_num = 5, .d_model = 8, .win_size = 2};
+    tg_seg_merging_config c;
+    tg_keys_defaults(tg_seg_merging_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 int64_t tg_seg_merging_pad(int64_t seg_num, int64_t win_size)
@@ -112,25 +114,19 @@ tg_node *tg_seg_merging_build(tg_graph *g, const tg_seg_merging *l, tg_node *x)
 
 #define SM(f) offsetof(tg_seg_merging_config, f)
 static const tg_layer_key seg_merging_keys[] = {
-    {"b", TG_KEY_INT, "2", false, SM(b), "batch"},
-    {"ts_d", TG_KEY_INT, "3", false, SM(ts_d), "series (dimensions)"},
-    {"seg_num", TG_KEY_INT, "5", false, SM(seg_num), "segments of the input"},
-    {"d_model", TG_KEY_INT, "8", false, SM(d_model), "model width"},
-    {"win_size", TG_KEY_INT, "2", false, SM(win_size), "segments merged into one"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"b", TG_KEY_INT, "2", false, "batch", "[1, inf)", SM(b)},
+    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", "[1, inf)", SM(ts_d)},
+    {"seg_num", TG_KEY_INT, "5", false, "segments of the input", "[1, inf)", SM(seg_num)},
+    {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", SM(d_model)},
+    {"win_size", TG_KEY_INT, "2", false, "segments merged into one", "[1, inf)", SM(win_size)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef SM
 
 static tg_status sm_check(const void *vc)
 {
     const tg_seg_merging_config *c = vc;
-    if (c->b < 1 || c->ts_d < 1 || c->seg_num < 1)
-        return tg_set_error(TG_ERR_INVALID, "seg_merging: b, ts_d and seg_num must be >= 1, got "
-                            "b=%lld, ts_d=%lld, seg_num=%lld", (long long)c->b,
-                            (long long)c->ts_d, (long long)c->seg_num);
-    if (c->win_size < 1)
-        return tg_set_error(TG_ERR_INVALID, "seg_merging: win_size must be >= 1, got %lld",
-                            (long long)c->win_size);
+    /* every key >= 1: the key table's ranges, checked by the parser (tg_keys_resolve) */
     int64_t pad = tg_seg_merging_pad(c->seg_num, c->win_size);
     if (pad > c->seg_num)
         return tg_set_error(TG_ERR_INVALID, "seg_merging: seg_num %lld needs %lld padding "

@@ -19,6 +19,7 @@ typedef struct tg_seg_merging_config {
     int64_t win_size;       /* >= 1; win_size segments merge into one token */
 } tg_seg_merging_config;
 
+/* The key table's defaults (`tgraph layers seg_merging`). */
 tg_seg_merging_config tg_seg_merging_defaults(void);
 
 typedef struct tg_seg_merging {

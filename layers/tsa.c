@@ -33,8 +33,9 @@
 
 tg_tsa_config tg_tsa_defaults(void)
 {
-    return (tg_tsa_config){.b = 2, .ts_d = 3, .seg_num = 5, .d_model = 8, .factor = 2,
-                           .n_heads = 2, .d_ff = 0, .dropout = 0.1, .attn_dropout = -1};
+    tg_tsa_config c;
+    tg_keys_defaults(tg_tsa_class.keys, &c, sizeof c);   /* the key table below */
+    return c;
 }
 
 tg_status tg_tsa_config_check(const tg_tsa_config *c, const char *who)
@@ -184,28 +185,28 @@ tg_node *tg_tsa_build(tg_graph *g, const tg_tsa *l, tg_node *x)
 
 #define TS(f) offsetof(tg_tsa_config, f)
 static const tg_layer_key tsa_keys[] = {
-    {"b", TG_KEY_INT, "2", false, TS(b), "batch"},
-    {"ts_d", TG_KEY_INT, "3", false, TS(ts_d), "series (dimensions)"},
-    {"seg_num", TG_KEY_INT, "5", false, TS(seg_num), "segments; the router is per segment"},
-    {"d_model", TG_KEY_INT, "8", false, TS(d_model), "model width"},
-    {"factor", TG_KEY_INT, "2", false, TS(factor), "router vectors per segment"},
-    {"n_heads", TG_KEY_INT, "2", false, TS(n_heads), "heads of the three attention layers"},
-    {"d_ff", TG_KEY_INT, "null", true, TS(d_ff), "MLP hidden width; null: 4 * d_model"},
-    {"dropout", TG_KEY_FLOAT, "0.1", false, TS(dropout),
-     "dropout on the residual branches (training only)"},
-    {"attn_dropout", TG_KEY_FLOAT, "-1", false, TS(attn_dropout),
-     "dropout on the attention weights; -1: the same as dropout (TSL: configs.dropout)"},
-    {NULL, 0, NULL, false, 0, NULL},
+    {"b", TG_KEY_INT, "2", false, "batch", "[1, inf)", TS(b)},
+    {"ts_d", TG_KEY_INT, "3", false, "series (dimensions)", "[1, inf)", TS(ts_d)},
+    {"seg_num", TG_KEY_INT, "5", false,
+     "segments; the router is per segment", "[1, inf)", TS(seg_num)},
+    {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", TS(d_model)},
+    {"factor", TG_KEY_INT, "2", false, "router vectors per segment", "[1, inf)", TS(factor)},
+    {"n_heads", TG_KEY_INT, "2", false,
+     "heads of the three attention layers", "[1, inf)", TS(n_heads)},
+    {"d_ff", TG_KEY_INT, "null", true, "MLP hidden width; null: 4 * d_model", "[1, inf)", TS(d_ff)},
+    {"dropout", TG_KEY_FLOAT, "0.1", false,
+     "dropout on the residual branches (training only)", "[0, 1]", TS(dropout)},
+    {"attn_dropout", TG_KEY_FLOAT, "-1", false,
+     "dropout on the attention weights; -1: the same as dropout (TSL: configs.dropout)",
+     "[-inf, 1]", TS(attn_dropout)},
+    {NULL, 0, NULL, false, NULL, NULL, 0},
 };
 #undef TS
 
 static tg_status tsa_check(const void *vc)
 {
-    const tg_tsa_config *c = vc;
-    if (c->b < 1 || c->ts_d < 1)
-        return tg_set_error(TG_ERR_INVALID, "tsa: b and ts_d must be >= 1, got b=%lld, ts_d=%lld",
-                            (long long)c->b, (long long)c->ts_d);
-    return tg_tsa_config_check(c, "tsa");
+    /* b, ts_d >= 1 and the rest of the table's ranges: checked by the parser (tg_keys_resolve) */
+    return tg_tsa_config_check(vc, "tsa");
 }
 
 static int tsa_inputs(const void *vc, tg_layer_input *in)

@@ -33,6 +33,7 @@ typedef struct tg_tsa_config {
                                < 0: the same as dropout */
 } tg_tsa_config;
 
+/* The key table's defaults (`tgraph layers tsa`). */
 tg_tsa_config tg_tsa_defaults(void);
 
 typedef struct tg_tsa {

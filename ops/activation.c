@@ -181,7 +181,7 @@ TG_GLUE(b_gelu)
 
 const tg_op_def tg__activation_ops[] = {
     {"gelu", "F.gelu(input, approximate='none')",
-     {{"approximate", TG_OP_STRING, "none", false, "none (erf) or tanh"}}, false,
+     {{"approximate", TG_OP_STRING, "none", false, "none (erf) or tanh", NULL, 0}}, false,
      {TG_IN("input")}, 1, false, 1, b_gelu, NULL, "gelu approximate=tanh --in x.npy --out y.npy",
      &op_gelu, NULL,
      "[3,4]", "approximate=sigmoid;[3,4]", NULL},

@@ -357,9 +357,11 @@ static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *i
 
 const tg_op_def tg__crossentropy_ops[] = {
     {"cross_entropy", "F.cross_entropy(input, target, weight=None, ...) on logits",
-     {{"ignore_index", TG_OP_INT, "-100", false, "a class index target that counts for nothing"},
-      {"reduction", TG_OP_STRING, "mean", false, "none, mean or sum"},
-      {"label_smoothing", TG_OP_FLOAT, "0.0", false, "mix of the target with uniform, in [0, 1]"}},
+     {{"ignore_index", TG_OP_INT, "-100", false,
+       "a class index target that counts for nothing", NULL, 0},
+      {"reduction", TG_OP_STRING, "mean", false, "none, mean or sum", NULL, 0},
+      {"label_smoothing", TG_OP_FLOAT, "0.0", false,
+       "mix of the target with uniform, in [0, 1]", NULL, 0}},
      false, {TG_IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2,
      false, 1, b_cross_entropy, gen_class,
      "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy",

@@ -184,9 +184,10 @@ TG_GLUE(b_dropout)
 
 const tg_op_def tg__dropout_ops[] = {
     {"dropout", "F.dropout(input, p=0.5, training=True); seed= seeds the mask (tgraph)",
-     {{"p", TG_OP_FLOAT, "0.5", false, "probability of an element to be zeroed"},
-      {"training", TG_OP_BOOL, "true", false, "false: the identity"},
-      {"seed", TG_OP_INT, "0", false, "seeds the mask"}}, false, {TG_IN("input")}, 1, false, 1,
+     {{"p", TG_OP_FLOAT, "0.5", false, "probability of an element to be zeroed", NULL, 0},
+      {"training", TG_OP_BOOL, "true", false, "false: the identity", NULL, 0},
+      {"seed", TG_OP_INT, "0", false,
+       "seeds the mask", NULL, 0}}, false, {TG_IN("input")}, 1, false, 1,
      b_dropout, NULL, "dropout p=0.1 seed=7 --in x.npy --out y.npy", &op_dropout, NULL,
      "p=0.4;[5,6]", "p=1.5;[3]", NULL},
     {0}

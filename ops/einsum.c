@@ -823,7 +823,8 @@ TG_GLUE(b_einsum) { return TG_GLUE_ONE(tg_einsum(g, tg__op_str(c, "equation"), n
 
 const tg_op_def tg__einsum_ops[] = {
     {"einsum", "torch.einsum(equation, *operands)",
-     {{"equation", TG_OP_STRING, NULL, false, "subscripts per operand, -> output ('ij,jk->ik')"}},
+     {{"equation", TG_OP_STRING, NULL, false,
+       "subscripts per operand, -> output ('ij,jk->ik')", NULL, 0}},
      false, {TG_IN("operands")}, 1, true, 1, b_einsum, NULL,
      "einsum 'equation=blhe,bshe->bhls' --in q.npy --in k.npy --out s.npy", &op_einsum, NULL,
      "equation=ij,jk->ik;[2,3];[3,4]", "equation=ij,jk->ik;[2,3];[4,4]", NULL},

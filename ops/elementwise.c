@@ -403,10 +403,11 @@ TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
     {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
      nm " --in x.npy --out y.npy", desc, NULL, check, bad, NULL}
 #define BINARY(nm, fn, sum, gen1, example, desc, check, bad, extra) \
-    {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)"} extra}, \
+    {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)", \
+                NULL, 0} extra}, \
      false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
      nm " " example, desc, NULL, check, bad, NULL}
-#define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other"}
+#define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other", NULL, 0}
 
 const tg_op_def tg__elementwise_ops[] = {
     UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu, "[50]", "bool[3]"),
@@ -415,7 +416,8 @@ const tg_op_def tg__elementwise_ops[] = {
     UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt, "[3,4]", "bool[2]"),
     UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square, "[3,4]", "bool[2]"),
     UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg, "[3,4]", "i64[2]"),
-    {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false, "the factor"}}, false,
+    {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false,
+                                          "the factor", NULL, 0}}, false,
      {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
      &op_scale, NULL,
      "scale=1.5;[3,4]", "scale=yes;[3]", NULL},

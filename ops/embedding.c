@@ -135,7 +135,7 @@ static tg_status gen_ids(const tg_op_call *c, int i, const tg_tensor *const *in,
 const tg_op_def tg__embedding_ops[] = {
     {"embedding", "F.embedding(input, weight, padding_idx=None)",
      {{"padding_idx", TG_OP_INT, "null", true,
-       "the row that takes no gradient (< 0: from the end)"}},
+       "the row that takes no gradient (< 0: from the end)", NULL, 0}},
      false, {{"input", TG_OP_IN_INDEX, 0}, TG_IN("weight")}, 2, false, 1, b_embedding, gen_ids,
      "embedding padding_idx=0 --in ids.npy --in weight.npy --out y.npy", &op_embedding, NULL,
      "i64[2,3];[5,4]", "padding_idx=5;i64[3];[5,4]",

@@ -318,8 +318,8 @@ TG_GLUE(b_layer_norm)
 
 const tg_op_def tg__layernorm_ops[] = {
     {"layer_norm", "F.layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)",
-     {{"normalized_shape", TG_OP_INT_LIST, NULL, false, "the trailing dims to normalise"},
-      {"eps", TG_OP_FLOAT, "1e-5", false, "added to the variance"}},
+     {{"normalized_shape", TG_OP_INT_LIST, NULL, false, "the trailing dims to normalise", NULL, 0},
+      {"eps", TG_OP_FLOAT, "1e-5", false, "added to the variance", NULL, 0}},
      false, {TG_IN("input"), TG_IN("weight"), TG_IN("bias")}, 1, false, 1, b_layer_norm, NULL,
      "layer_norm normalized_shape=[8] --in x.npy --in w.npy --in b.npy --out y.npy",
      &op_layer_norm, NULL,

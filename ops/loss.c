@@ -134,7 +134,7 @@ TG_GLUE(b_mse_loss)
 
 const tg_op_def tg__loss_ops[] = {
     {"mse_loss", "F.mse_loss(input, target, reduction='mean')",
-     {{"reduction", TG_OP_STRING, "mean", false, "none, mean or sum"}}, false,
+     {{"reduction", TG_OP_STRING, "mean", false, "none, mean or sum", NULL, 0}}, false,
      {TG_IN("input"), TG_IN("target")}, 2, false, 1, b_mse_loss, NULL,
      "mse_loss reduction=sum --in y.npy --in t.npy --out loss.npy", &op_mse, NULL,
      "[3,4];[3,4]", "reduction=avg;[3];[3]", NULL},

@@ -221,13 +221,15 @@ TG_GLUE(b_causal_mask)
 
 const tg_op_def tg__mask_ops[] = {
     {"masked_fill", "Tensor.masked_fill(mask, value); value= or a 0-d value tensor",
-     {{"value", TG_OP_FLOAT, "null", true, "the fill value (or a 0-d tensor as a third --in)"}},
+     {{"value", TG_OP_FLOAT, "null", true,
+       "the fill value (or a 0-d tensor as a third --in)", NULL, 0}},
      false, {TG_IN("input"), {"mask", TG_OP_IN_MASK, 0}, TG_IN("value")}, 2, false, 1,
      b_masked_fill, NULL, "masked_fill value=-inf --in x.npy --in mask.npy --out y.npy",
      &op_masked_fill, NULL,
      "value=-2;[3,4];bool[4]", "value=1;[3,4];f64[4]", NULL},
     {"causal_mask", "TriangularCausalMask(B, L): bool [B, 1, L, L], true where s > l (tgraph)",
-     {{"B", TG_OP_INT, NULL, false, "batch size"}, {"L", TG_OP_INT, NULL, false, "sequence length"}},
+     {{"B", TG_OP_INT, NULL, false, "batch size", NULL, 0}, {"L", TG_OP_INT, NULL, false,
+                                                             "sequence length", NULL, 0}},
      false, {{0}}, 0, false, 1, b_causal_mask, NULL, "causal_mask B=2 L=4 --out mask.npy", NULL,
      "no input; a constant bool output",
      NULL, "B=-1;L=2", NULL},

@@ -90,14 +90,14 @@ bool tg__op_dim(tg_graph *g, const tg_op_call *c, const char *name, int *out)
 
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len)
 {
-    size_t at = 0;
     TG__NONNULL_VOID(buf);
     if (!len) return;
     TG__NONNULL_VOID(op);
-    snprintf(buf, len, "none");
-    for (int i = 0; i < TG_OP_MAX_ATTRS && op->attrs[i].name && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", op->attrs[i].name);
-    if (op->axis_lengths && at < len)
+    int n = tg_keys_count(op->attrs, TG_OP_MAX_ATTRS);
+    tg_keys_names(op->attrs, n, buf, len);
+    size_t at = strlen(buf);
+    if (!n) snprintf(buf, len, "none");
+    else if (op->axis_lengths && at + 1 < len)
         snprintf(buf + at, len - at, ", and axis lengths NAME=INT");
 }
 
@@ -108,62 +108,6 @@ tg_status tg__op_reduction(tg_graph *g, const tg_op_call *c, tg_reduction *r)
 
 /* ---- resolving attributes ---- */
 
-static const char *type_noun(tg_op_attr_type t)
-{
-    switch (t) {
-    case TG_OP_INT: return "an integer";
-    case TG_OP_FLOAT: return "a number";
-    case TG_OP_BOOL: return "true or false";
-    case TG_OP_STRING: return "a string";
-    case TG_OP_INT_LIST: return "a list of integers";
-    default: return "a value";
-    }
-}
-
-static tg_status check_type(const tg_op_attr *a, const tg_value *v)
-{
-    if (v->kind == TG_VALUE_NULL)
-        return a->nullable ? TG_OK : tg_set_error(TG_ERR_INVALID, "%s: expected %s, got null "
-                                                  "(None)", a->name, type_noun(a->type));
-    int64_t tmp[TG_OP_MAX_OUTPUTS];
-    int n;
-    double f;
-    bool b;
-    const char *s;
-    switch (a->type) {
-    case TG_OP_INT: return tg_value_as_int(v, a->name, tmp);
-    case TG_OP_FLOAT: return tg_value_as_double(v, a->name, &f);
-    case TG_OP_BOOL: return tg_value_as_bool(v, a->name, &b);
-    case TG_OP_STRING: return tg_value_as_string(v, a->name, &s);
-    case TG_OP_INT_LIST: return tg_value_as_int_list(v, a->name, tmp, TG_OP_MAX_OUTPUTS, &n);
-    default: return tg_set_error(TG_ERR_INVALID, "%s: bad attribute type", a->name);
-    }
-}
-
-/* A deep copy of a value (configs own theirs). */
-static tg_status copy_value(const tg_value *src, tg_value *dst)
-{
-    *dst = *src;
-    dst->s = NULL;
-    dst->items = NULL;
-    if (src->kind == TG_VALUE_STRING && src->s) {
-        if (!(dst->s = malloc(strlen(src->s) + 1))) goto nomem;
-        strcpy(dst->s, src->s);
-    }
-    if (src->kind == TG_VALUE_LIST && src->n > 0) {
-        if (!(dst->items = calloc((size_t)src->n, sizeof *dst->items))) goto nomem;
-        for (int i = 0; i < src->n; i++)
-            if (copy_value(&src->items[i], &dst->items[i])) {
-                tg_value_free(dst);
-                return TG_ERR_NOMEM;
-            }
-    }
-    return TG_OK;
-nomem:
-    tg_value_free(dst);
-    return tg_set_error(TG_ERR_NOMEM, "out of memory");
-}
-
 tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
 {
     char names[512], msg[1024];
@@ -172,18 +116,13 @@ tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
     TG__NONNULL(op, TG_ERR_INVALID);
     c->op = op;
     tg_op_attr_names(op, names, sizeof names);
-    int n_attrs = 0;
-    while (n_attrs < TG_OP_MAX_ATTRS && op->attrs[n_attrs].name) n_attrs++;
-    for (int k = 0; cfg && k < tg_config_count(cfg); k++) {
+    int n_attrs = tg_keys_count(op->attrs, TG_OP_MAX_ATTRS);
+    /* einops: every key the table does not name is an axis length (NAME=INT) */
+    for (int k = 0; cfg && op->axis_lengths && k < tg_config_count(cfg); k++) {
         const char *key = tg_config_key(cfg, k);
         bool known = false;
         for (int i = 0; i < n_attrs; i++) known |= !strcmp(op->attrs[i].name, key);
         if (known) continue;
-        if (!op->axis_lengths) {
-            tg_op_call_free(c);
-            return tg_set_error(TG_ERR_NOT_FOUND, "%s: unknown attribute '%s' (attributes: %s)",
-                                op->name, key, names);
-        }
         const tg_value *v = tg_config_get(cfg, key);
         if (v->kind != TG_VALUE_INT) {
             snprintf(msg, sizeof msg, "%s", tg_value_as_int(v, key, &(int64_t){0}) ? tg_last_error()
@@ -205,24 +144,11 @@ tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg)
         strcpy(name, key);
         c->axes[c->n_axes++] = (tg_axis_len){name, v->i};
     }
-    for (int i = 0; i < n_attrs; i++) {
-        const tg_op_attr *a = &op->attrs[i];
-        const tg_value *v = cfg ? tg_config_get(cfg, a->name) : NULL;
-        tg_status st;
-        if (!v && !a->def) {
-            tg_op_call_free(c);
-            return tg_set_error(TG_ERR_NOT_FOUND, "%s: missing required attribute '%s' "
-                                "(attributes: %s)", op->name, a->name, names);
-        }
-        st = v ? copy_value(v, &c->attr[i]) : tg_value_parse(a->def, &c->attr[i]);
-        if (!st) st = check_type(a, &c->attr[i]);
-        if (st) {
-            snprintf(msg, sizeof msg, "%s", tg_last_error());
-            tg_op_call_free(c);
-            return tg_set_error(st, "%s: %s", op->name, msg);
-        }
-    }
-    return TG_OK;
+    /* the attributes: the one key schema's parser (value.h) */
+    tg_status st = tg_keys_resolve(op->attrs, n_attrs, cfg, op->name, "attribute",
+                                   op->axis_lengths ? TG_KEYS_ALLOW_EXTRA : 0, c->attr);
+    if (st) tg_op_call_free(c);
+    return st;
 }
 
 void tg_op_call_free(tg_op_call *c)

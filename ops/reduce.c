@@ -181,13 +181,13 @@ TG_GLUE(b_mean) { (void)n_in; return reduce_dims(g, c, in, out, n_out, true); }
 
 const tg_op_def tg__reduce_ops[] = {
     {"sum", "torch.sum(input, dim=None, keepdim=False)",
-     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
-      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
+     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all", NULL, 0},
+      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1", NULL, 0}}, false,
      {TG_IN("input")}, 1, false, 1, b_sum, NULL, "sum dim=[0,2] --in x.npy --out y.npy", &op_sum,
      NULL, "dim=[0,2];[2,3,4]", "dim=[3];[2,3]", NULL},
     {"mean", "torch.mean(input, dim=None, keepdim=False)",
-     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all"},
-      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1"}}, false,
+     {{"dim", TG_OP_INT_LIST, "null", true, "the dims to reduce; null: all", NULL, 0},
+      {"keepdim", TG_OP_BOOL, "false", false, "keep reduced dims with size 1", NULL, 0}}, false,
      {TG_IN("input")}, 1, false, 1, b_mean, NULL, "mean dim=1 keepdim=true --in x.npy --out y.npy",
      &op_mean, NULL,
      "dim=1;keepdim=true;[3,4]", "dim=5;[3,4]", NULL},

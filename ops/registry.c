@@ -84,17 +84,7 @@ bool tg_op_has_backward(const tg_op_def *op)
     return op->desc && (op->desc->backward || (op->desc->flags & TG_OP_VIEW));
 }
 
-const char *tg_op_attr_type_name(tg_op_attr_type t)
-{
-    switch (t) {
-    case TG_OP_INT: return "INT";
-    case TG_OP_FLOAT: return "FLOAT";
-    case TG_OP_BOOL: return "BOOL";
-    case TG_OP_STRING: return "STR";
-    case TG_OP_INT_LIST: return "[INT,...]";
-    default: return "VALUE";
-    }
-}
+const char *tg_op_attr_type_name(tg_op_attr_type t) { return tg_key_type_name(t); }
 
 const char *tg_op_input_kind_name(tg_op_input_kind k)
 {

@@ -51,23 +51,19 @@ extern "C" {
 #define TG_OP_MAX_INPUTS  16   /* tensor inputs (einsum operands, cat tensors) */
 #define TG_OP_MAX_OUTPUTS 64   /* outputs (split pieces) */
 
-typedef enum tg_op_attr_type {
-    TG_OP_INT,        /* an integer */
-    TG_OP_FLOAT,      /* a number; inf, -inf and nan allowed */
-    TG_OP_BOOL,       /* true / false */
-    TG_OP_STRING,     /* text (the shell strips quotes: equation=ij,jk->ik) */
-    TG_OP_INT_LIST,   /* [2, 3]; a single integer counts as a list of one */
-    TG_OP_ATTR_TYPE_COUNT
-} tg_op_attr_type;
-
-typedef struct tg_op_attr {
-    const char     *name;      /* PyTorch's / einops' argument name; NULL ends the list */
-    tg_op_attr_type type;
-    const char     *def;       /* default in the value language ("-1", "null", "'mean'");
-                                  NULL: required */
-    bool            nullable;  /* accepts null (None) */
-    const char     *doc;       /* one line for `tgraph op NAME --help` */
-} tg_op_attr;
+/* An attribute is a row of the one key schema (engine/io/value.h's tg_key):
+ * {name (PyTorch's / einops' argument name; NULL ends the list), type,
+ * default in the value language ("-1", "null", "'mean'"; NULL: required),
+ * nullable (accepts null, None), doc (one line for `tgraph op NAME --help`),
+ * range (NULL: none)}; offset is unused. The old names stay as aliases. */
+typedef tg_key_type tg_op_attr_type;
+#define TG_OP_INT             TG_KEY_INT        /* an integer */
+#define TG_OP_FLOAT           TG_KEY_FLOAT      /* a number; inf, -inf and nan allowed */
+#define TG_OP_BOOL            TG_KEY_BOOL       /* true / false */
+#define TG_OP_STRING          TG_KEY_STRING     /* text (the shell strips quotes: equation=ij,jk->ik) */
+#define TG_OP_INT_LIST        TG_KEY_INT_LIST   /* [2, 3]; a single integer counts as a list of one */
+#define TG_OP_ATTR_TYPE_COUNT TG_KEY_TYPE_COUNT
+typedef tg_key tg_op_attr;
 
 typedef enum tg_op_input_kind {
     TG_OP_IN_FLOAT,    /* float, differentiable */
@@ -147,14 +143,16 @@ const tg_op_def *tg_op_find(const char *name);   /* NULL if unknown ("concat" = 
 void tg_op_names(char *buf, size_t len);
 /* Does a gradient flow through the op (its descriptor has a backward or is a view)? */
 bool tg_op_has_backward(const tg_op_def *op);
-/* The name of a type / input kind for help texts ("INT", "int64"). */
+/* The name of a type / input kind for help texts ("INT", "int64");
+ * tg_op_attr_type_name is tg_key_type_name. */
 const char *tg_op_attr_type_name(tg_op_attr_type t);
 const char *tg_op_input_kind_name(tg_op_input_kind k);
 /* "dim, k, largest, sorted" (op's attribute names; "none" when it has none). */
 void tg_op_attr_names(const tg_op_def *op, char *buf, size_t len);
 
-/* Resolve op's attributes from cfg: unknown, missing required and mistyped
- * attributes are errors naming the attribute ("softmax: missing required
+/* Resolve op's attributes from cfg with tg_keys_resolve (value.h): unknown,
+ * missing required, mistyped and out-of-range attributes are errors naming
+ * the attribute ("softmax: missing required
  * attribute 'dim' (attributes: dim)"), in tg_last_error(). On error c holds
  * nothing to free; on success free with tg_op_call_free. */
 tg_status tg_op_call_init(tg_op_call *c, const tg_op_def *op, tg_config *cfg);

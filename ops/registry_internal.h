@@ -51,6 +51,6 @@ tg_status tg__op_gen_along_dim(const tg_op_call *c, int i, const tg_tensor *cons
 /* Row helpers: a float input with the normal generator, an any-dtype one, a required dim. */
 #define TG_IN(name) {name, TG_OP_IN_FLOAT, TG_OP_GEN_NORMAL}
 #define TG_ANY(name) {name, TG_OP_IN_ANY, TG_OP_GEN_NORMAL}
-#define TG_DIM_REQ(doc) {"dim", TG_OP_INT, NULL, false, doc}
+#define TG_DIM_REQ(doc) {"dim", TG_OP_INT, NULL, false, doc, NULL, 0}
 
 #endif

@@ -487,10 +487,12 @@ TG_GLUE(b_sdpa)
 
 const tg_op_def tg__sdpa_ops[] = {
     {"sdpa", "F.scaled_dot_product_attention on [B, L, H, E] (TSL's layout; tgraph)",
-     {{"is_causal", TG_OP_BOOL, "false", false, "mask keys after the query (needs L == S)"},
-      {"scale", TG_OP_FLOAT, "null", true, "score factor; null: 1/sqrt(E)"},
-      {"dropout_p", TG_OP_FLOAT, "0.0", false, "drop attention weights on every run (> 0)"},
-      {"seed", TG_OP_INT, "0", false, "seeds the dropout mask"}}, false,
+     {{"is_causal", TG_OP_BOOL, "false", false,
+       "mask keys after the query (needs L == S)", NULL, 0},
+      {"scale", TG_OP_FLOAT, "null", true, "score factor; null: 1/sqrt(E)", NULL, 0},
+      {"dropout_p", TG_OP_FLOAT, "0.0", false,
+       "drop attention weights on every run (> 0)", NULL, 0},
+      {"seed", TG_OP_INT, "0", false, "seeds the dropout mask", NULL, 0}}, false,
      {TG_IN("query"), TG_IN("key"), TG_IN("value")}, 3, false, 1, b_sdpa, NULL,
      "sdpa is_causal=true --in q.npy --in k.npy --in v.npy --out y.npy", &op_sdpa, NULL,
      "is_causal=true;[2,4,2,3];[2,4,2,3];[2,4,2,2]", "is_causal=true;[1,3,1,2];[1,5,1,2];[1,5,1,2]",

@@ -386,10 +386,10 @@ TG_GLUE(b_topk)
 
 const tg_op_def tg__topk_ops[] = {
     {"topk", "torch.topk(input, k, dim, largest, sorted) -> values, int64 indices",
-     {{"k", TG_OP_INT, NULL, false, "how many elements to keep"},
-      {"dim", TG_OP_INT, "-1", false, "the dim to select along"},
-      {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)"},
-      {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order"}},
+     {{"k", TG_OP_INT, NULL, false, "how many elements to keep", NULL, 0},
+      {"dim", TG_OP_INT, "-1", false, "the dim to select along", NULL, 0},
+      {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)", NULL, 0},
+      {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order", NULL, 0}},
      false, {TG_IN("input")}, 1, false, 2, b_topk, NULL,
      "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL,
      "k=2;[3,5]", "k=6;[3,5]", NULL},

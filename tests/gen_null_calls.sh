@@ -54,6 +54,7 @@ tg_parallel_for             ctx             handed to fn as it is
 tg_windows_fill             y               no targets wanted
 tg_layer_(new|read_config)  cfg             no settings: every key at its default
 tg_(st_count|st_meta_count|config_count|config_key) (f|c) a NULL file or config reads as empty (0 / NULL)
+tg_keys_resolve             (cfg|context|noun) no settings: every default; no context ("config") / noun ("key")
 tg_op_call_init             cfg             no attributes given: every default (a missing required one is then the error)
 tg_value_format             (v|buf)         prints "<none>" for no value; a NULL buffer measures (snprintf)
 tg_dataset_column_name      (d|buf)         no data set: "column N"; no buffer: returns "" (it sits in printf arguments)

@@ -235,13 +235,15 @@ Test(assa_topk, bad_configs)
     tt_assert_layer_rejects("assa_topk", (const char *[]){"N=4", "k=5"}, 2,
                             "assa_topk: k (5) is larger than the sequence length N (4)");
     tt_assert_layer_rejects("assa_topk", (const char *[]){"k=0"}, 1,
-                            "assa_topk: k must be >= 1, got 0");
-    tt_assert_layer_rejects("assa_topk", (const char *[]){"k=-2"}, 1, "k must be >= 1, got -2");
+                            "assa_topk: k: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("assa_topk", (const char *[]){"k=-2"}, 1,
+                            "k: -2 is out of range [1, inf)");
     tt_assert_layer_rejects("assa_topk", (const char *[]){"embed_dim=10", "num_heads=3"}, 2,
                             "assa_topk: embed_dim (10) must be divisible by num_heads (3)");
-    tt_assert_layer_rejects("assa_topk", (const char *[]){"num_heads=0"}, 1, "must be positive");
+    tt_assert_layer_rejects("assa_topk", (const char *[]){"num_heads=0"}, 1,
+                            "num_heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("assa_topk", (const char *[]){"N=0"}, 1,
-                            "B (2) and N (0) must be positive");
+                            "N: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("assa_topk", (const char *[]){"top_k=3"}, 1, "unknown key 'top_k'");
 }
 
@@ -559,13 +561,13 @@ Test(assa_paper, bad_configs)
     tt_assert_layer_rejects("assa_paper", (const char *[]){"win_size=[]"}, 1, "got []");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"win_size=-3"}, 1, "got [-3]");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"mask_windows=-1"}, 1,
-                            "mask_windows must be >= 0");
+                            "mask_windows: -1 is out of range [0, inf)");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"num_heads=0"}, 1,
-                            "must be positive");
+                            "num_heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"B_=0"}, 1,
-                            "B_ must be positive, got 0");
+                            "B_: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"proj_drop=2"}, 1,
-                            "must be in [0, 1]");
+                            "proj_drop: 2 is out of range [0, 1]");
     tt_assert_layer_rejects("assa_paper", (const char *[]){"qk_scale=x"}, 1, "qk_scale");
 }
 

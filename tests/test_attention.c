@@ -72,7 +72,7 @@ Test(full_attention, bad_configs)
     tt_assert_layer_rejects("full_attention", (const char *[]){"L=6", "S=7"}, 2,
                             "mask_flag needs L == S");
     tt_assert_layer_rejects("full_attention", (const char *[]){"attention_dropout=1.5"}, 1,
-                            "attention_dropout must be in [0, 1]");
+                            "attention_dropout: 1.5 is out of range [0, 1]");
     tt_assert_layer_rejects("full_attention", (const char *[]){"heads=2"}, 1,
                             "unknown key 'heads'");
     tt_assert_layer_rejects("full_attention", (const char *[]){"B=x"}, 1, "B");
@@ -92,7 +92,7 @@ Test(full_attention, causal_mask_needs_equal_lengths_in_the_builder)
 Test(attention_layer, bad_configs)
 {
     tt_assert_layer_rejects("attention_layer", (const char *[]){"n_heads=0"}, 1,
-                            "must be positive");
+                            "n_heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("attention_layer", (const char *[]){"d_model=2", "n_heads=4"}, 2,
                             "d_model // n_heads is 0");
     tt_assert_layer_rejects("attention_layer", (const char *[]){"S=7"}, 1,

@@ -233,11 +233,11 @@ Test(axial, bad_configs)
     tt_assert_layer_rejects("axial", (const char *[]){"heads=3", "dim_heads=4"}, 2,
                             "hidden dimension must be divisible by number of heads");
     tt_assert_layer_rejects("axial", (const char *[]){"heads=0"}, 1,
-                            "dim (8) and heads (0) must be positive");
+                            "heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("axial", (const char *[]){"heads=-2"}, 1,
-                            "dim (8) and heads (-2) must be positive");
+                            "heads: -2 is out of range [1, inf)");
     tt_assert_layer_rejects("axial", (const char *[]){"dim_heads=-1"}, 1,
-                            "dim_heads must be positive or null");
+                            "dim_heads: -1 is out of range [1, inf)");
     tt_assert_layer_rejects("axial", (const char *[]){"shape=[2,4,8]"}, 1,
                             "wrong number of dimensions");
     tt_assert_layer_rejects("axial", (const char *[]){"shape=[2,4,5,3,8]"}, 1,
@@ -257,9 +257,9 @@ Test(axial, bad_configs)
     tt_assert_layer_rejects("axial", (const char *[]){"dim_index=-4", "shape=[8,4,5,8]"}, 2,
                             "dim_index -4 is the batch axis 0");
     tt_assert_layer_rejects("axial", (const char *[]){"num_dimensions=0", "shape=[2,8]"}, 2,
-                            "num_dimensions must be in [1, 6]");
+                            "num_dimensions: 0 is out of range [1, 6]");
     tt_assert_layer_rejects("axial", (const char *[]){"shape=[2,0,5,8]"}, 1,
-                            "sizes must be positive");
+                            "shape[1]: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("axial", (const char *[]){"heads=2.5"}, 1, "heads");
     tt_assert_layer_rejects("axial", (const char *[]){"dim_head=2"}, 1, "unknown key 'dim_head'");
 }

@@ -64,14 +64,14 @@ Test(badinput, layer_config_values)
     } rows[] = {
         {"d_model=1.5", "attention_layer: d_model: expected an integer, got a float 1.5"},
         {"B=[2]", "attention_layer: B: expected an integer, got a list [2]"},
-        {"d_model=null", "attention_layer: d_model: null is not allowed here"},
+        {"d_model=null", "attention_layer: d_model: expected an integer, got null (None)"},
         {"mask_flag=3", "attention_layer: mask_flag: expected true or false, got an integer 3"},
         {"output_attention=maybe", "output_attention: expected true or false, got 'maybe'"},
         {"attention_dropout=abc", "attention_layer: attention_dropout: expected a number, got 'abc'"},
-        {"attention_dropout=-0.5", "attention_dropout must be in [0, 1]"},
-        {"L=0", "attention_layer: B, L and S must be positive"},
-        {"d_keys=-1", "attention_layer: d_keys and d_values must be positive or null"},
-        {"dmodel=4", "attention_layer: unknown key 'dmodel' (known: B, L, S, d_model"},
+        {"attention_dropout=-0.5", "attention_dropout: -0.5 is out of range [0, 1]"},
+        {"L=0", "attention_layer: L: 0 is out of range [1, inf)"},
+        {"d_keys=-1", "attention_layer: d_keys: -1 is out of range [1, inf)"},
+        {"dmodel=4", "attention_layer: unknown key 'dmodel' (keys: B, L, S, d_model"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         tt_assert_layer_rejects("attention_layer", (const char *[]){rows[i].set}, 1, rows[i].msg);

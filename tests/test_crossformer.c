@@ -377,28 +377,29 @@ Test(crossformer, bad_configs)
     tt_assert_layer_rejects("crossformer", (const char *[]){"d_model=7"}, 1,
                             "d_model must be even for the sinusoidal position embedding");
     tt_assert_layer_rejects("crossformer", (const char *[]){"e_layers=0"}, 1,
-                            "e_layers must be >= 1, got 0");
+                            "e_layers: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"e_layers=17"}, 1,
                             "e_layers 17 is above tgraph's limit 16");
     tt_assert_layer_rejects("crossformer", (const char *[]){"seq_len=0"}, 1,
-                            "seq_len must be >= 1, got 0");
+                            "seq_len: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"pred_len=0"}, 1,
-                            "pred_len must be >= 1, got 0");
+                            "pred_len: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"seg_len=0"}, 1,
-                            "seg_len must be >= 1, got 0");
+                            "seg_len: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"win_size=0"}, 1,
-                            "win_size must be >= 1, got 0");
+                            "win_size: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"n_heads=0"}, 1,
-                            "n_heads must be >= 1, got 0");
+                            "n_heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"d_model=2", "n_heads=4"}, 2,
                             "d_model // n_heads is 0 (d_model 2, n_heads 4)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"factor=0"}, 1,
-                            "factor (router vectors per segment) must be >= 1");
+                            "factor: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("crossformer", (const char *[]){"dropout=-0.5"}, 1,
-                            "dropout probability has to be between 0 and 1, but got -0.5");
+                            "dropout: -0.5 is out of range [0, 1]");
     tt_assert_layer_rejects("crossformer", (const char *[]){"enc_in=0"}, 1,
-                            "enc_in must be >= 1");
-    tt_assert_layer_rejects("crossformer", (const char *[]){"B=0"}, 1, "B must be >= 1");
+                            "enc_in: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("crossformer", (const char *[]){"B=0"}, 1,
+                            "B: 0 is out of range [1, inf)");
     /* one segment in, win 3: encode_blocks.1 would repeat 2 of 1 segments */
     tt_assert_layer_rejects("crossformer",
                             (const char *[]){"seq_len=12", "win_size=3", "e_layers=2"}, 3,

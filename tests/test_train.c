@@ -472,7 +472,7 @@ Test(linear_forecast, gradcheck)
 Test(linear_forecast, bad_configs)
 {
     tt_assert_layer_rejects("linear_forecast", (const char *[]){"seq_len=0"}, 1,
-                            "B, enc_in, seq_len and pred_len must be positive");
+                            "seq_len: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("linear_forecast", (const char *[]){"dropout=0.1"}, 1,
                             "unknown key 'dropout'");
 }

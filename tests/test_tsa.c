@@ -302,19 +302,23 @@ Test(tsa, input_seg_num_must_match_the_router)
 
 Test(tsa, bad_configs)
 {
-    tt_assert_layer_rejects("tsa", (const char *[]){"n_heads=0"}, 1, "n_heads must be >= 1, got 0");
+    tt_assert_layer_rejects("tsa", (const char *[]){"n_heads=0"}, 1,
+                            "n_heads: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("tsa", (const char *[]){"d_model=2", "n_heads=4"}, 2,
                             "d_model // n_heads is 0 (d_model 2, n_heads 4)");
-    tt_assert_layer_rejects("tsa", (const char *[]){"d_model=0"}, 1, "d_model must be >= 1");
-    tt_assert_layer_rejects("tsa", (const char *[]){"seg_num=0"}, 1, "seg_num must be >= 1");
+    tt_assert_layer_rejects("tsa", (const char *[]){"d_model=0"}, 1,
+                            "d_model: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("tsa", (const char *[]){"seg_num=0"}, 1,
+                            "seg_num: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("tsa", (const char *[]){"factor=0"}, 1,
-                            "factor (router vectors per segment) must be >= 1, got 0");
-    tt_assert_layer_rejects("tsa", (const char *[]){"d_ff=-2"}, 1, "d_ff must be >= 1 or null");
+                            "factor: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("tsa", (const char *[]){"d_ff=-2"}, 1,
+                            "d_ff: -2 is out of range [1, inf)");
     tt_assert_layer_rejects("tsa", (const char *[]){"dropout=1.5"}, 1,
-                            "dropout probability has to be between 0 and 1, but got 1.5");
+                            "dropout: 1.5 is out of range [0, 1]");
     tt_assert_layer_rejects("tsa", (const char *[]){"attn_dropout=2"}, 1,
-                            "attn_dropout probability has to be between 0 and 1");
-    tt_assert_layer_rejects("tsa", (const char *[]){"b=0"}, 1, "b and ts_d must be >= 1");
+                            "attn_dropout: 2 is out of range [-inf, 1]");
+    tt_assert_layer_rejects("tsa", (const char *[]){"b=0"}, 1, "b: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("tsa", (const char *[]){"heads=2"}, 1, "unknown key 'heads'");
 }
 
@@ -395,13 +399,13 @@ Test(seg_merging, padding_repeats_the_last_segments_and_their_gradient_flows_bac
 Test(seg_merging, bad_configs_and_inputs)
 {
     tt_assert_layer_rejects("seg_merging", (const char *[]){"win_size=0"}, 1,
-                            "win_size must be >= 1, got 0");
+                            "win_size: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("seg_merging", (const char *[]){"seg_num=1", "win_size=3"}, 2,
                             "seg_num 1 needs 2 padding segments to reach a multiple of win_size 3");
     tt_assert_layer_rejects("seg_merging", (const char *[]){"d_model=0"}, 1,
-                            "d_model must be >= 1");
+                            "d_model: 0 is out of range [1, inf)");
     tt_assert_layer_rejects("seg_merging", (const char *[]){"seg_num=0"}, 1,
-                            "b, ts_d and seg_num must be >= 1");
+                            "seg_num: 0 is out of range [1, inf)");
 
     tg_params *ps = tg_params_new(TG_F32);
     tg_seg_merging l;

@@ -35,9 +35,8 @@ static int run(int argc, char **argv)
         int n = 0;
         if (c->config_size <= sizeof cfg && !tg_layer_read_config(c, NULL, cfg))
             n = c->inputs(cfg, in);
-        printf("%s\n  %s\n  keys:\n", c->name, c->summary);
-        for (const tg_layer_key *k = c->keys; k->name; k++)
-            printf("    %-18s = %-10s %s\n", k->name, k->def, k->doc);
+        printf("%s\n  %s\n  keys (NAME=DEFAULT TYPE; doc):\n", c->name, c->summary);
+        tg_keys_print(stdout, c->keys, tg_keys_count(c->keys, 1 << 20), 4);
         printf("  inputs (default config):\n");
         for (int j = 0; j < n; j++) {
             char sh[128];
@@ -56,7 +55,8 @@ const tg_cli_cmd tg_cmd_layers = {
     .help = "usage: tgraph layers [LAYER] | tgraph layers --names\n\n"
             "Lists every layer (or one) with its config keys (for --set KEY=VALUE in run,\n"
             "gradcheck, dot and bench), their defaults (PyTorch's, as in\n"
-            "shared/oracle/make_case.py --list) and the inputs with their shapes.\n"
+            "shared/oracle/make_case.py --list), types and ranges, and the inputs with\n"
+            "their shapes. The key lines read like tgraph op NAME --help's attributes.\n"
             "--names prints only the layer names, one per line.\n\n"
             "examples:\n  tgraph layers\n  tgraph layers tsa\n",
     .run = run,

@@ -368,13 +368,7 @@ static void print_op(FILE *f, const tg_op_def *op)
     }
     fputs("attributes (NAME=TYPE: required; NAME=DEFAULT: optional):\n", f);
     if (!n_at && !op->axis_lengths) fputs("  none\n", f);
-    for (int i = 0; i < n_at; i++) {
-        const tg_op_attr *a = &op->attrs[i];
-        const char *type = tg_op_attr_type_name(a->type);
-        int w = fprintf(f, "  %s=%s", a->name, a->def ? a->def : type);
-        fprintf(f, "%*s %s%s%s; %s\n", w < 26 ? 26 - w : 0, "", type, a->nullable ? " or null" : "",
-                a->def ? "" : ", required", a->doc ? a->doc : "");
-    }
+    tg_keys_print(f, op->attrs, n_at, 2);
     if (op->axis_lengths) fprintf(f, "  NAME=INT%*s an axis length of the pattern\n", 16, "");
     if (op->n_out < 0) fputs("outputs: one --out per piece (decided by the attributes)\n", f);
     else fprintf(f, "outputs: %d --out file%s\n", op->n_out, op->n_out == 1 ? "" : "s");

@@ -14,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "error.h"
+#include "tensor.h"   /* TG_MAX_RANK */
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +91,99 @@ const char *tg_config_key(const tg_config *c, int i);
 /* TG_ERR_NOT_FOUND naming the first key never read by tg_config_get:
  * "<context>: unknown key 'foo' (known: a, b, c)" - `known` lists the valid keys. */
 tg_status tg_config_check_unused(const tg_config *c, const char *context, const char *known);
+
+/* ---- the key schema: one table for layer configs and op attributes ----
+ *
+ * A table of tg_key rows (ended by a row with name NULL) says, per key, its
+ * type, its default in the value language, whether it takes null, one line
+ * of doc and an optional range. Layers read their config struct from it
+ * (layers/layer.h: tg_layer_key is this type; `offset` is where the key
+ * lives in the struct); ops read their attributes from it (ops/registry.h:
+ * tg_op_attr is this type; `offset` unused). One parser, tg_keys_resolve,
+ * and one printer, tg_keys_print, serve both.
+ *
+ *     static const tg_key keys[] = {
+ *         {"d_model", TG_KEY_INT, "8", false, "model width", "[1, inf)", offsetof(cfg, d_model)},
+ *         {"dropout", TG_KEY_FLOAT, "0.1", false, "dropout", "[0, 1)", offsetof(cfg, dropout)},
+ *         {NULL},
+ *     };
+ *
+ * Moving from the old layer rows (before issue 18): a tg_layer_key row was
+ * {name, type, def, nullable, offset, doc}; it is now {name, type, def,
+ * nullable, doc, range, offset} - doc before offset, and a range (or NULL)
+ * between them. tg_op_attr rows ({name, type, def, nullable, doc}) are
+ * unchanged. */
+
+typedef enum tg_key_type {
+    TG_KEY_INT,        /* an integer; in a struct: int64_t */
+    TG_KEY_FLOAT,      /* a number (an integer too; inf, -inf, nan); in a struct: double */
+    TG_KEY_BOOL,       /* true / false; in a struct: bool */
+    TG_KEY_INT_LIST    /* [2, 3]; a single integer counts as a list of one; in a struct: tg_int_list */
+} tg_key_type;
+/* Text (the shell strips quotes): op attributes only, as no config struct
+ * field holds it. A value of tg_key_type but not one of its enumerators, so
+ * that code switching over a layer's key types (the four above, as before
+ * issue 18) stays complete under -Wswitch; switch on (int)type to name it. */
+#define TG_KEY_STRING     ((tg_key_type)4)
+#define TG_KEY_TYPE_COUNT 5
+
+typedef struct tg_int_list {
+    int     n;
+    int64_t v[TG_MAX_RANK];
+} tg_int_list;
+
+typedef struct tg_key {
+    const char *name;      /* NULL ends a table */
+    tg_key_type type;
+    const char *def;       /* default in the value language ("8", "null", "[2, 3]", "'mean'");
+                              NULL: required */
+    bool        nullable;  /* accepts null (PyTorch's None); in a struct stored as 0, which
+                              every such layer argument treats like None (`d_ff or 4*d_model`) */
+    const char *doc;       /* one line for help */
+    const char *range;     /* NULL, or an interval the value (each item of a list) must lie
+                              in: "[1, inf)", "[0, 1)", "(0, 1]", "[-1, 1)" (inf allowed) */
+    size_t      offset;    /* where the key lives in a config struct (layers; unused by ops) */
+} tg_key;
+
+/* Options of tg_keys_resolve. */
+enum {
+    TG_KEYS_ALLOW_EXTRA = 1,   /* keys not in the table are the caller's (einops axis lengths) */
+};
+
+/* Number of rows before the NULL name, looking at most at max rows (a
+ * fixed-size array without terminator: its size). */
+int tg_keys_count(const tg_key *keys, int max);
+/* "INT", "FLOAT", "BOOL", "STR", "[INT,...]" for help texts. */
+const char *tg_key_type_name(tg_key_type t);
+/* "a, b, c": the names of keys[0..n) into buf (cut short if it does not fit). */
+void tg_keys_names(const tg_key *keys, int n, char *buf, size_t len);
+
+/* Resolve keys[0..n) from cfg (may be NULL: every default) into out[0..n)
+ * (each a value the caller frees with tg_value_free; zeroed on error, with
+ * nothing to free). `noun` is "key" or "attribute" and names things in the
+ * errors, which go to tg_last_error() prefixed with `context`:
+ *   "<context>: unknown <noun> 'x' (<noun>s: a, b)"     (unless TG_KEYS_ALLOW_EXTRA)
+ *   "<context>: missing required <noun> 'k' (<noun>s: k, dim)"
+ *   "<context>: k: expected an integer, got 'abc'"      (also "got null (None)")
+ *   "<context>: d_model: 0 is out of range [1, inf)"
+ * A bad default in the table is an error naming it, too. */
+tg_status tg_keys_resolve(const tg_key *keys, int n, tg_config *cfg, const char *context,
+                          const char *noun, unsigned flags, tg_value *out);
+/* Check one value against key k (type, null, range); the error names k. */
+tg_status tg_key_check(const tg_key *k, const tg_value *v);
+/* Write values[0..n) (resolved and checked) into the struct at each key's
+ * offset: INT int64_t, FLOAT double, BOOL bool, INT_LIST tg_int_list; null
+ * as 0. A STRING key is an error (no struct field type for it). */
+tg_status tg_keys_fill_struct(const tg_key *keys, int n, const tg_value *values, void *config);
+/* The struct from the table's defaults alone (config: zeroed first). The
+ * one source of each layer's tg_X_defaults(). */
+tg_status tg_keys_defaults(const tg_key *keys, void *config, size_t size);
+
+/* Print keys[0..n), one line each, indented by `indent` spaces:
+ *   NAME=DEFAULT              TYPE[ or null][, required][ in RANGE]; doc
+ * (NAME=TYPE for a required key). `tgraph layers NAME` and `tgraph op NAME
+ * --help` both print with it. */
+void tg_keys_print(FILE *f, const tg_key *keys, int n, int indent);
 
 #ifdef __cplusplus
 }
