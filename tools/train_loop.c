@@ -240,20 +240,6 @@ int tg_tl_config_parse(const char *cmd, const char *text, tg_config *cfg)
     return 0;
 }
 
-tg_status tg_tl_diagnose(tg_graph *g, double value)
-{
-    char was[64];
-    snprintf(was, sizeof was, "%g", value);
-    tg_graph_set_check_finite(g, true);
-    tg_status st = tg_graph_forward(g);
-    tg_graph_set_check_finite(g, false);
-    if (st == TG_ERR_NUMERIC)
-        return tg_set_error(st, "non-finite value (the loss is %s): %s", was, tg_last_error());
-    if (st) return st;
-    return tg_set_error(TG_ERR_NUMERIC, "non-finite value: the loss is %s, and a second run found "
-                        "no op that produced a NaN or Inf (a random op such as dropout?)", was);
-}
-
 /* ---- evaluation ---- */
 
 int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_windows *w,
@@ -290,7 +276,7 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
             }
         }
         if (!isfinite(se)) {
-            tg_tl_diagnose(m->ge, se - se0);
+            tg_trainer_diagnose(m->ge, se - se0);
             fprintf(stderr, "tgraph %s: %s: %s\n", cmd, what, tg_last_error());
             free(col_se);
             return 1;

@@ -67,12 +67,6 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
                       const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng);
 void tg_tl_model_free(tg_tl_model *m);
 
-/* After a non-finite loss: forward g again with the finite check on and
- * return TG_ERR_NUMERIC with a message naming the first op that produced a
- * NaN or Inf (the check stays off in normal steps: it costs a pass over
- * every result, and masks legitimately hold -inf). */
-tg_status tg_tl_diagnose(tg_graph *g, double value);
-
 /* The layer's full configuration as "KEY=VALUE" lines (every key, defaults
  * included), for checkpoints; parsed back with tg_tl_config_parse. */
 int tg_tl_config_format(const tg_layer *l, char *buf, size_t len);

@@ -107,10 +107,9 @@ static tg_status check_settings(const tg_trainer *t)
     return TG_OK;
 }
 
-/* Forward again with the finite check on: the message names the first op
- * that produced a NaN or Inf. */
-static tg_status diagnose(tg_graph *g, double value)
+tg_status tg_trainer_diagnose(tg_graph *g, double value)
 {
+    TG__NONNULL(g, TG_ERR_INVALID);
     char was[64];
     snprintf(was, sizeof was, "%g", value);
     tg_graph_set_check_finite(g, true);
@@ -157,7 +156,7 @@ static tg_status train_step(tg_trainer *t, int64_t k, double *loss)
     tg_params_zero_grad(t->ps);
     st = tg_graph_forward(t->graph);
     *loss = st ? NAN : tg_tensor_get(tg_node_value(t->loss), 0);
-    if (!st && !isfinite(*loss)) st = diagnose(t->graph, *loss);
+    if (!st && !isfinite(*loss)) st = tg_trainer_diagnose(t->graph, *loss);
     if (!st) st = tg_graph_backward(t->graph, t->loss, NULL);
     if (!st && t->check) st = t->check(t->user, s->epoch, k, *loss);
     if (st) return st;

@@ -181,6 +181,13 @@ tg_status tg_trainer_resume(tg_trainer *t, const tg_checkpoint *ck);
  * checkpoint on disk is the last complete epoch's (resume from it). */
 tg_status tg_trainer_run(tg_trainer *t);
 
+/* After a non-finite value computed from g (a loss, an evaluation sum): run
+ * g's forward again with the finite check on and return TG_ERR_NUMERIC with a
+ * message naming the first op that produced a NaN or Inf ("non-finite value
+ * (the loss is nan): ..."). The check stays off in normal steps: it costs a
+ * pass over every result, and masks legitimately hold -inf. */
+tg_status tg_trainer_diagnose(tg_graph *g, double value);
+
 #ifdef __cplusplus
 }
 #endif
