@@ -276,14 +276,26 @@ static tg_status meta_f64(const tg_checkpoint *ck, const char *path, const char 
     return TG_OK;
 }
 
+/* The text of metadata key, and the checkpoint's name for messages; an
+ * error naming both when the key is missing (or an argument NULL). */
+static tg_status meta_text(const char *fn, const tg_checkpoint *ck, const char *key,
+                           const void *out, const char **path, const char **s)
+{
+    if (!ck || !key || !out)
+        return tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", fn,
+                            !ck ? "ck" : !key ? "key" : "out");
+    *path = ck->path ? ck->path : "checkpoint";
+    *s = tg_checkpoint_meta(ck, key);
+    if (!*s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", *path, key);
+    return TG_OK;
+}
+
 tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64_t min,
                                  int64_t max, int64_t *out)
 {
-    TG__NONNULL(ck, TG_ERR_INVALID);
-    TG__NONNULL(key, TG_ERR_INVALID);
-    TG__NONNULL(out, TG_ERR_INVALID);
-    const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
-    if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
+    const char *path, *s;
+    tg_status st = meta_text(__func__, ck, key, out, &path, &s);
+    if (st) return st;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -298,11 +310,9 @@ tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64
 tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, double min, double max,
                                  double *out)
 {
-    TG__NONNULL(ck, TG_ERR_INVALID);
-    TG__NONNULL(key, TG_ERR_INVALID);
-    TG__NONNULL(out, TG_ERR_INVALID);
-    const char *path = ck->path ? ck->path : "checkpoint", *s = tg_checkpoint_meta(ck, key);
-    if (!s) return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata lacks '%s'", path, key);
+    const char *path, *s;
+    tg_status st = meta_text(__func__, ck, key, out, &path, &s);
+    if (st) return st;
     char *end;
     double v = strtod(s, &end);
     if (!*s || *end || !isfinite(v) || v < min || v > max)
