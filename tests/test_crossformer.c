@@ -173,16 +173,18 @@ static void gradcheck_model(const char *const *sets, int n, uint64_t seed, bool 
     tg_config_free(cfg);
 }
 
-Test(crossformer, gradcheck, .timeout = 120)
+Test(crossformer, gradcheck)
 {
+    tt_deadline(120);
     gradcheck_model((const char *[]){"B=2", "enc_in=2", "seq_len=10", "pred_len=7", "d_model=4",
                                      "n_heads=2", "d_ff=6", "e_layers=2", "factor=2",
                                      "seg_len=4", "win_size=2"}, 11, 1, false);
 }
 
 /* win_size 3 over 5 -> 2 -> 1 segments (pads of 1 twice), 3 heads. */
-Test(crossformer, gradcheck_win3_training, .timeout = 120)
+Test(crossformer, gradcheck_win3_training)
 {
+    tt_deadline(120);
     gradcheck_model((const char *[]){"B=1", "enc_in=2", "seq_len=17", "pred_len=4", "d_model=6",
                                      "n_heads=3", "d_ff=null", "e_layers=3", "factor=1",
                                      "seg_len=4", "win_size=3", "dropout=0.2"}, 12, 2, true);
@@ -236,8 +238,9 @@ static void assert_all_finite(const tg_tensor *t, const char *what)
  * 24, seg_len 6, d_model 256, 4 heads, 3 layers, 10 routers, d_ff 512,
  * dropout 0.2, win 2) builds and trains: one forward + backward in training
  * mode at batch 2. */
-Test(crossformer, paper_config_trains, .timeout = 120)
+Test(crossformer, paper_config_trains)
 {
+    tt_deadline(120);
     model m = model_new((const char *[]){"B=2", "enc_in=7", "seq_len=168", "pred_len=24",
                                          "seg_len=6", "d_model=256", "n_heads=4", "e_layers=3",
                                          "factor=10", "d_ff=512", "dropout=0.2", "win_size=2"},

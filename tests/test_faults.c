@@ -139,8 +139,9 @@ static bool layer_forward_at(uint64_t n)
     return !failed;
 }
 
-Test(faults, attention_layer_build_and_forward_sweep, .timeout = 120)
+Test(faults, attention_layer_build_and_forward_sweep)
 {
+    tt_deadline(120);
     uint64_t n = sweep(layer_forward_at);
     cr_assert_gt(n, 30, "only %llu allocations: is injection reaching the layer?",
                  (unsigned long long)n);
@@ -177,8 +178,9 @@ static bool train_step_at(uint64_t n)
     return !failed;
 }
 
-Test(faults, training_step_sweep, .timeout = 240)
+Test(faults, training_step_sweep)
 {
+    tt_deadline(240);
     uint64_t n = sweep(train_step_at);
     cr_assert_gt(n, 30);
 }

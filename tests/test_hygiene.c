@@ -6,14 +6,19 @@
  *     is tt_path("missing/..."), which cannot exist whatever the machine has;
  *   - no tool path relative to the repository: a CLI test runs the tgraph of
  *     its own build (tt_run_tool, beside the test binary: in build or
- *     build-asan).
+ *     build-asan);
+ *   - no Criterion `.timeout`: its watchdog leaks in the runner now and then,
+ *     which fails `make asan` after every test passed; tt_deadline() arms an
+ *     alarm in the test's own process instead.
  * Every .c and .h file in tests/ is read (the suites run from the repository
  * root, as TT_FIXTURES assumes); a hit fails naming file:line.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -24,6 +29,7 @@ static const char *const banned[] = {
     "\"/tm" "p/",          /* a string literal starting with /tmp/ */
     "/non" "existent",     /* anywhere: a literal, or a path in a comment */
     "\"build" "/tgraph",   /* the tool of another build */
+    "." "timeout =",       /* Criterion's watchdog: tt_deadline() instead */
 };
 
 static bool is_source(const char *name)
@@ -77,8 +83,9 @@ Test(hygiene, no_fixed_temp_paths_or_foreign_tool_in_the_tests)
               SOURCES, files);
     cr_assert_eq(hits, 0,
                  "%d line(s) in the tests name a fixed path under /tmp, a path assumed not to "
-                 "exist or the tgraph of another build; use tt_tmpdir()/tt_path() "
-                 "(tt_path(\"missing/x\") for a missing path) and tt_run_tool:\n%s", hits, report);
+                 "exist, the tgraph of another build or a Criterion timeout; use "
+                 "tt_tmpdir()/tt_path() (tt_path(\"missing/x\") for a missing path), "
+                 "tt_run_tool and tt_deadline():\n%s", hits, report);
 }
 
 /* The helper itself: a fresh directory, under $TMPDIR, the same for the whole
@@ -106,4 +113,12 @@ Test(hygiene, tmpdir_is_fresh_and_private)
     cr_assert_not_null(f, "%s", p);
     fclose(f);
     cr_assert_null(fopen(tt_path("missing/x.npy"), "w"), "missing/ must not exist");
+}
+
+/* tt_deadline ends a hung test: the alarm is delivered to the test's own
+ * process, which dies of SIGALRM (Criterion's `.signal` expects exactly that). */
+Test(hygiene, deadline_ends_a_hung_test, .signal = SIGALRM)
+{
+    tt_deadline(1);
+    for (;;) pause();
 }

@@ -138,8 +138,9 @@ static tg_status load_csv(const char *p, void *out) { return tg_dataset_load_csv
 
 /* ---- streams that cannot be valid fail at once ---- */
 
-Test(inputs, dev_zero_fails_fast_with_no_big_allocation, .timeout = 30)
+Test(inputs, dev_zero_fails_fast_with_no_big_allocation)
 {
+    tt_deadline(30);
     if (access("/dev/zero", R_OK) != 0) cr_skip_test("no /dev/zero");
     long before = maxrss_kb();
     tg_tensor *t = (tg_tensor *)1;
@@ -166,15 +167,17 @@ Test(inputs, dev_zero_fails_fast_with_no_big_allocation, .timeout = 30)
     cr_assert_lt(grew, 64 * 1024, "reading /dev/zero grew the process by %ld KB", grew);
 }
 
-Test(inputs, cli_op_in_dev_zero_fails_fast, .timeout = 30)
+Test(inputs, cli_op_in_dev_zero_fails_fast)
 {
+    tt_deadline(30);
     if (access("/dev/zero", R_OK) != 0) cr_skip_test("no /dev/zero");
     tt_expect_cli_error(TT_ARGS("op", "relu", "--in", "/dev/zero"), "/dev/zero",
                         "not a .npy file");
 }
 
-Test(inputs, npy_and_safetensors_through_a_fifo_load, .timeout = 30)
+Test(inputs, npy_and_safetensors_through_a_fifo_load)
 {
+    tt_deadline(30);
     tmpdir td;
     tmp_init(&td);
     const char *path = tmp_file(&td, "a.npy");
@@ -206,8 +209,9 @@ Test(inputs, npy_and_safetensors_through_a_fifo_load, .timeout = 30)
     tmp_done(&td);
 }
 
-Test(inputs, a_fifo_longer_or_shorter_than_announced_is_an_error, .timeout = 30)
+Test(inputs, a_fifo_longer_or_shorter_than_announced_is_an_error)
 {
+    tt_deadline(30);
     tmpdir td;
     tmp_init(&td);
     const char *path = tmp_file(&td, "a.npy");
@@ -256,8 +260,9 @@ Test(inputs, a_fifo_longer_or_shorter_than_announced_is_an_error, .timeout = 30)
     tmp_done(&td);
 }
 
-Test(inputs, csv_fifo_with_a_nul_returns_before_the_writer_finishes, .timeout = 20)
+Test(inputs, csv_fifo_with_a_nul_returns_before_the_writer_finishes)
 {
+    tt_deadline(20);
     tmpdir td;
     tmp_init(&td);
     static const char text[] = "date,a,b\r\n2016-07-01,1,2\r\n2016-07-02,3,\0 4\n";
@@ -271,8 +276,9 @@ Test(inputs, csv_fifo_with_a_nul_returns_before_the_writer_finishes, .timeout = 
 
 /* ---- the limit and its override ---- */
 
-Test(inputs, the_limit_refuses_a_valid_file_and_says_how_to_raise_it, .timeout = 30)
+Test(inputs, the_limit_refuses_a_valid_file_and_says_how_to_raise_it)
 {
+    tt_deadline(30);
     tmpdir td;
     tmp_init(&td);
     const char *np = tmp_file(&td, "a.npy"), *sp = tmp_file(&td, "a.safetensors"),

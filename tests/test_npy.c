@@ -473,8 +473,9 @@ static tg_status through_fifo(const char *path, const char *tag,
 static tg_status load_npy(const char *p, void *out) { return tg_npy_load(p, out); }
 static tg_status load_st(const char *p, void *out) { return tg_st_load(p, out); }
 
-Test(npy, loads_from_a_pipe, .timeout = 20)
+Test(npy, loads_from_a_pipe)
 {
+    tt_deadline(20);
     char path[256];
     tmp_path(path, sizeof path, "pipe");
     tg_tensor *t = filled(TG_F64, 2, (int64_t[]){3, 5}), *u = NULL;

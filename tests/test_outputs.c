@@ -35,10 +35,11 @@ static char dir[512];
 /* The test's own fresh directory (tt_tmpdir: removed when the test ends). */
 static void setup(void)
 {
+    tt_deadline(60);
     snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
-TestSuite(outputs, .init = setup, .timeout = 60);
+TestSuite(outputs, .init = setup);
 
 /* dir/name in one of 32 rotating buffers (copy what must live longer). */
 static const char *in_dir(const char *name)

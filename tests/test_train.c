@@ -35,10 +35,11 @@ static void cleanup(void)
 
 static void setup(void)
 {
+    tt_deadline(120);
     snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
-TestSuite(train, .init = setup, .fini = cleanup, .timeout = 120);
+TestSuite(train, .init = setup, .fini = cleanup);
 
 static void slurp(const char *path, char *buf, size_t len)
 {

@@ -36,10 +36,11 @@ static char dir[PATH_MAX];
 /* The test's own fresh directory (tt_tmpdir: removed when the test ends). */
 static void setup(void)
 {
+    tt_deadline(180);
     snprintf(dir, sizeof dir, "%s", tt_tmpdir());
 }
 
-TestSuite(train_safety, .init = setup, .timeout = 180);
+TestSuite(train_safety, .init = setup);
 
 static char out_text[1 << 16], err_text[1 << 16];
 

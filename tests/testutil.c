@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,4 +310,29 @@ void tt_expect_cli_error(const char *const *args, const char *needle1, const cha
     cr_assert_not_null(strstr(err, needle1), "tgraph%s: '%s' not in: %s", cmd, needle1, err);
     if (needle2)
         cr_assert_not_null(strstr(err, needle2), "tgraph%s: '%s' not in: %s", cmd, needle2, err);
+}
+
+/* ---- deadlines ---- */
+
+static unsigned deadline_seconds;
+
+static void deadline_hit(int sig)
+{
+    char msg[64];
+    int n = snprintf(msg, sizeof msg, "tt_deadline: deadline of %u s exceeded\n",
+                     deadline_seconds);
+    if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0) { /* nothing more to do */ }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void tt_deadline(unsigned seconds)
+{
+    deadline_seconds = seconds;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = deadline_hit;
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0, "sigaction(SIGALRM)");
+    alarm(seconds);
 }

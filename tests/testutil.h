@@ -58,6 +58,17 @@ const char *tt_tmpdir(void);
 #define TT_TMPDIR_MAX 63
 const char *tt_path(const char *name);
 
+/* ---- a deadline for a test that could hang (a FIFO, a long run) ----
+ *
+ * tt_deadline(seconds) arms alarm(2) in the test's own process: past the
+ * deadline the test prints "deadline of N s exceeded" and dies of SIGALRM,
+ * which Criterion reports as a crash of that test. Criterion's own
+ * `.timeout` is not used: its watchdog (boxfort's timeout thread) leaks a
+ * request now and then in the runner process, which LeakSanitizer reports
+ * after the whole suite has passed (tests/test_hygiene.c refuses it). Child
+ * processes (tt_run_tool) do not inherit the alarm. */
+void tt_deadline(unsigned seconds);
+
 /* ---- the tgraph program (build/tgraph or build-asan/tgraph, beside the test binary) ---- */
 
 /* A NULL-terminated argument list: tt_run_tool(TT_ARGS("bench", "tsa"), ...). */
