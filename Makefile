@@ -36,7 +36,7 @@ VEC_FLAGS  := $(shell $(CC) -fvect-cost-model=dynamic -Werror -E -x c /dev/null 
 ALL_CFLAGS := $(CFLAGS_STD) $(CFLAGS) $(VEC_FLAGS) -fPIC -MMD -MP
 LDLIBS     := -lm -lpthread
 
-LIB_SRC   := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c)) $(wildcard ops/*.c) $(wildcard layers/*.c)
+LIB_SRC   := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c)) $(wildcard ops/*.c) $(wildcard ops/simd/*.c) $(wildcard layers/*.c)
 TOOL_SRC  := $(wildcard tools/*.c)
 TEST_SRC  := $(wildcard tests/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -46,8 +46,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 # Headers installed under include/tgraph/; the rest are library-private.
 PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/io/json.h engine/io/io_internal.h \
                    engine/io/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h \
-                   ops/gemm_internal.h ops/vec.h \
-                   ops/vec_math.h ops/vec_lanes.h ops/vec_tr8x8.h
+                   ops/gemm_internal.h $(wildcard ops/simd/*.h)
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h)) $(wildcard ops/*.h layers/*.h))
 STAGED_HEADERS  := $(addprefix $(BUILD)/include/tgraph/,$(notdir $(PUBLIC_HEADERS)))
 

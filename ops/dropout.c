@@ -98,7 +98,7 @@ static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
 
 #include "ops_internal.h"
 #include "dropout.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 enum { DROP_COPY, DROP_ZERO, DROP_MASK };
 

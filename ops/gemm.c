@@ -47,7 +47,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #  include <immintrin.h>
-#  include "vec_tr8x8.h"
+#  include "simd/vec_tr8x8.h"
 #  define TG_GEMM_X86 1
 #else
 #  define TG_GEMM_X86 0
@@ -393,7 +393,7 @@ PANEL_FN(32)
 
 #if TG_GEMM_X86 && TG_KERNELS == 32
 /* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes (TR8X8,
- * ops/vec_tr8x8.h) where the depth is contiguous, vector copies where the
+ * ops/simd/vec_tr8x8.h) where the depth is contiguous, vector copies where the
  * lanes are. */
 
 __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *src, int64_t ls,

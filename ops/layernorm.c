@@ -7,7 +7,7 @@
  * saved (double) for the backward. dgamma / dbeta are sums over rows, done by
  * a second pass: partial sums over fixed blocks of rows in parallel, added up
  * in block order, so the sums do not depend on the thread count. F32 goes to
- * the AVX2 versions of the three loops (ops/vec.c) when tg__vec_on(); the
+ * the AVX2 versions of the three loops (ops/simd/vec_layernorm.c) when tg__vec_on(); the
  * portable code below stays the reference (TG_NO_SIMD=1) and the F64 path.
  * Not here: RMSNorm, batch/group norm.
  */
@@ -190,7 +190,7 @@ static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
 
 #include "ops_internal.h"
 #include "layernorm.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 #define LN_PARAM_ROWS 256   /* rows per partial sum of dgamma / dbeta */
 

@@ -10,7 +10,7 @@
 #include "ops_internal.h"
 #include "gemm.h"
 #include "linear.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 typedef struct { int64_t M, in, out; } linear_attr;
 

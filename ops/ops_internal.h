@@ -103,7 +103,7 @@ static inline uint32_t tg__lowbias32(uint32_t x)
 /* 32 uniform bits for element i of a dropout mask with this key: the low word
  * of i mixed with the key's, then the high words: a bijection of the counter
  * for a fixed key. Element i is kept when the bits are at least
- * ceil(p * 2^32). tg__vec_dropout (ops/vec.c) computes the same bits. */
+ * ceil(p * 2^32). tg__vec_dropout (ops/simd/vec_dropout.c) computes the same bits. */
 static inline uint64_t tg__drop_bits(uint64_t key, int64_t i)
 {
     uint32_t x = tg__lowbias32((uint32_t)(uint64_t)i ^ (uint32_t)key);

@@ -290,7 +290,7 @@ static void TG_F(sdpa_slots)(void *vctx, int64_t begin, int64_t end, int tid)
 #include "gemm.h"
 #include "ops_internal.h"
 #include "sdpa.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 enum { SDPA_COPY, SDPA_ZERO, SDPA_MASK };
 #define SDPA_SMALL 64   /* heads with S, E and D up to this skip the packing GEMM */

@@ -8,7 +8,7 @@
  * side); rows are spread over the thread pool. The last dim (inner = 1) is
  * the contiguous fast path; other dims walk with stride `inner`.
  *
- * F32 contiguous rows go to the AVX2 row kernels of ops/vec.c when the CPU
+ * F32 contiguous rows go to the AVX2 row kernels of ops/simd/vec_softmax.c when the CPU
  * has them (tg__vec_on(); TG_NO_SIMD=1 keeps the portable code below, which
  * stays the reference and the F64 / strided path).
  *
@@ -126,7 +126,7 @@ static void TG_F(softmax_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 
 #include "ops_internal.h"
 #include "softmax.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 typedef struct {
     int     dim;          /* wrapped dim (0 for a 0-d input) */

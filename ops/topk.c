@@ -3,7 +3,7 @@
  *
  * Each row (n elements along dim, stride `inner`) is a partial selection,
  * never a full sort:
- * - float32, k <= 64, n >= 8, when tg__vec_on(): ops/vec_topk.c on AVX-512
+ * - float32, k <= 64, n >= 8, when tg__vec_on(): ops/simd/vec_topk.c on AVX-512
  *   or AVX2 (strided rows of up to 4096 copied out first). A bar from group
  *   maxima lets about k + k/4 of a random row through, and bitonic networks
  *   sort those: the same picks in the same order, bit for bit, as the
@@ -258,7 +258,7 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 
 #include "ops_internal.h"
 #include "topk.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 typedef struct {
     int     dim;                 /* wrapped */
@@ -272,7 +272,7 @@ typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: tg__vec_o
 #ifndef TOPK_SMALL
 #define TOPK_SMALL 64
 #endif
-/* float32, k <= 64: the vector kernel (ops/vec_topk.c) takes rows of at least
+/* float32, k <= 64: the vector kernel (ops/simd/vec_topk.c) takes rows of at least
  * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
  * TOPK_GATHER (copied to the stack first). */
 #define TOPK_VEC_MIN 8

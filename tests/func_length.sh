@@ -39,7 +39,7 @@ measure() {   # measure LIMIT files...: "lines file:line name" for each function
 }
 
 long=$( { measure 80 tools/*.c; measure 120 engine/*.c engine/io/*.c engine/train/*.c \
-          engine/draw/*.c ops/*.c layers/*.c; } | sort -rn)
+          engine/draw/*.c ops/*.c ops/simd/*.c layers/*.c; } | sort -rn)
 
 if [ "${1:-}" = "--list" ]; then
     printf '%s\n' "$long"

@@ -28,6 +28,6 @@ check "$core" engine/*.c
 check "$io" engine/io/*.c
 check "$train" engine/train/*.c
 check "$draw" engine/draw/*.c
-check "$ops" ops/*.c
+check "$ops" ops/*.c ops/simd/*.c
 check "$layers" layers/*.c
 echo "layering: $n files, each compiles with only its own layer and those below"

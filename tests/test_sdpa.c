@@ -6,7 +6,7 @@
  */
 #include "nn_fixture.h"
 #include "graph_impl.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 #include <math.h>
 #include <criterion/parameterized.h>
@@ -139,7 +139,7 @@ Test(sdpa, matches_the_unfused_chain_with_dropout)
     compare(2, 10, 32, 3, 16, 5, false, 0.3);
 }
 
-/* Heads of at most 16 keys (F32 with AVX-512: ops/vec.c's tiny-head kernels,
+/* Heads of at most 16 keys (F32 with AVX-512: ops/simd/vec_softmax.c's tiny-head kernels,
  * 16 query rows at a time, P V straight from P^T without dropout), and the
  * same shapes with AVX-512 off (the small AVX2 kernels): query lengths over
  * 16 and over a 64-row block, depths over 16, eval and training. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "select_case.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 #define TOPK(fn, k, dim, largest)                                               \
     static tg_node *fn(tg_graph *g, tg_node **in, tg_node **ix)                 \

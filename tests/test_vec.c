@@ -1,5 +1,5 @@
 /*
- * test_vec.c - the AVX2 float32 row kernels (ops/vec.c) against the portable
+ * test_vec.c - the AVX2 float32 row kernels (ops/simd/vec*.c) against the portable
  * kernels they replace, and the vector maths against libm.
  *
  * Each op (softmax, softmax_scaled with a positive and a negative scale,
@@ -27,7 +27,7 @@
 #include "ops_internal.h"
 #include "testutil.h"
 #include "threads.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 /* deterministic N(0, 1)-ish values (sum of uniforms), and uniforms in [0, 1) */
 static uint64_t rng_state;

@@ -1,6 +1,6 @@
 /*
  * test_vec_attn.c - the AVX-512 kernels of the fused attention's tiny heads
- * (at most 16 keys; ops/vec.c, ops/vec_gemm.c), called directly:
+ * (at most 16 keys; ops/simd/vec_softmax.c, vec_gemm.c), called directly:
  *
  *   tg__vec_transpose16   against the element-wise transpose, with NaN past
  *                         the columns read and a guard after the rows written
@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "vec.h"
+#include "simd/vec.h"
 
 #define GUARD 19
 #define SENTINEL -12345.0f

@@ -1,6 +1,6 @@
 /*
  * rows_bench.c - the row-wise kernels, portable path against the AVX2 path
- * and, on a CPU with AVX-512, the AVX-512 path (ops/vec.c: softmax rows over
+ * and, on a CPU with AVX-512, the AVX-512 path (ops/simd/vec_softmax.c: softmax rows over
  * 8 and GELU have one), side by side in one run. Built and run by
  * `make bench-rows`.
  *
@@ -25,7 +25,7 @@
 #include "bench_time.h"
 #include "tgraph.h"
 #include "threads.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 static double seconds = 0.5;
 

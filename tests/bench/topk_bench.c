@@ -27,7 +27,7 @@
 #include "bench_time.h"
 #include "tgraph.h"
 #include "threads.h"
-#include "vec.h"
+#include "simd/vec.h"
 
 static double seconds = 0.2;
 

@@ -18,8 +18,8 @@
  * all -inf softmax row (every entry masked) is a NaN row, as in PyTorch.
  *
  * Not here: F64 (stays portable), strided rows (softmax over a non-last dim
- * keeps the portable path), AVX-512 (but for GELU, through ops/vec_math.h,
- * and topk, ops/vec_topk.c).
+ * keeps the portable path), AVX-512 (but for GELU, through ops/simd/vec_math.h,
+ * and topk, ops/simd/vec_topk.c).
  */
 #ifndef TG_VEC_H
 #define TG_VEC_H
@@ -97,7 +97,7 @@ void tg__vec_log_softmax_row(const float *x, float *y, int64_t n);
 /* dx += dy - exp(y) * sum(dy) */
 void tg__vec_log_softmax_row_backward(const float *y, const float *dy, float *dx, int64_t n);
 
-/* (ops/vec_gemm.c) C[M, N] = alpha * A B + beta * C (beta == 0: C not read) for short rows:
+/* (ops/simd/vec_gemm.c) C[M, N] = alpha * A B + beta * C (beta == 0: C not read) for short rows:
  * A(i, p) = A[i * rs_a + p * cs_a], B row-major [K, N] (ldb), C row-major
  * (ldc). Plain FMA chains with no packing: for the fused attention's heads of
  * at most 64, where a packing GEMM spends more on set-up than on the product. */
@@ -115,20 +115,20 @@ void tg__vec_gemm_nt_small(int64_t M, int64_t N, int64_t K, float alpha, const f
                            int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                            int64_t ldc);
 
-/* (ops/vec_gemm.c; AVX-512, when tg__vec_avx512_on()) C[M, N] = alpha * A B^T
+/* (ops/simd/vec_gemm.c; AVX-512, when tg__vec_avx512_on()) C[M, N] = alpha * A B^T
  * + beta * C (beta == 0: C not read) for 1 <= N <= 16, A [M, K] and B [N, K]
  * row-major: B^T into bt [K, 16] (tg__vec_transpose16), then each row of
  * C one register of FMAs in depth order (the tiny heads' Q K^T and dy V^T). */
 void tg__vec_gemm_nt16(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                        int64_t ldc, float *bt);
-/* (ops/vec_gemm.c; AVX-512) bt [K, 16] (row stride ldbt) = B [N, K] (row
+/* (ops/simd/vec_gemm.c; AVX-512) bt [K, 16] (row stride ldbt) = B [N, K] (row
  * stride ldb) transposed, N <= 16: lanes past N zero (ldbt >= 16) or not
  * written (ldbt < 16). 16 x 16 tiles in registers. */
 void tg__vec_transpose16(const float *B, int64_t ldb, int64_t N, int64_t K, float *bt,
                          int64_t ldbt);
 
-/* (ops/vec_dropout.c) Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
+/* (ops/simd/vec_dropout.c) Dropout over elements [i0, i0 + n) of a tensor, the mask of tg__drop_bits
  * (ops/ops_internal.h) with this key and threshold (element kept when its
  * bits >= threshold, threshold < 2^32), m = keep ? scale : 0:
  *   mode 0: dst = src * m;  mode 1: dst += src * m;  mode 2: dst = 0 + src * m */

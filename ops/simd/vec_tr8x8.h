@@ -1,7 +1,7 @@
 /*
  * vec_tr8x8.h - an 8 x 8 float transpose in eight AVX registers, shared by
  * the GEMM's packers (ops/gemm.c) and the attention's shallow products
- * (ops/vec_gemm.c). Library-private; include after <immintrin.h>, use inside
+ * (ops/simd/vec_gemm.c). Library-private; include after <immintrin.h>, use inside
  * functions compiled for AVX.
  */
 #ifndef TG_VEC_TR8X8_H

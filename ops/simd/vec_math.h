@@ -1,5 +1,5 @@
 /*
- * vec_math.h - the vector maths of ops/vec.c (exp, erf, tanh, GELU rows),
+ * vec_math.h - the vector maths of ops/simd/vec.c (exp, erf, tanh, GELU rows),
  * written once and included once per vector width: not a header to include
  * anywhere else. The includer defines, for its instruction set,
  *
@@ -21,7 +21,7 @@
  * and vec_math.h #undefs them all at its end, ready for the next width.
  * The same operations in the same order on every width, so AVX2 and
  * AVX-512 give the same bits lane for lane. The coefficients and the
- * methods are described at the top of ops/vec.c.
+ * methods are described at the top of ops/simd/vec.c.
  */
 
 /* 2^k for integer-valued k in [-126, 127] */
@@ -101,7 +101,7 @@ VM_ATTR static inline VM_F VM_SUF(vtanh)(VM_F x)
 /* GELU forward over a row, the portable kernel's formulas and order:
  *   none: y = x * 0.5 * (1 + erf(x / sqrt 2))
  *   tanh: y = 0.5 * x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-VM_ATTR static void VM_SUF(gelu_row)(const float *x, float *y, int64_t n, bool tanh_form)
+VM_ATTR static inline void VM_SUF(gelu_row)(const float *x, float *y, int64_t n, bool tanh_form)
 {
     for (int64_t i = 0; i < n; i += VM_LANES) {
         const int64_t rem = n - i;
@@ -122,7 +122,7 @@ VM_ATTR static void VM_SUF(gelu_row)(const float *x, float *y, int64_t n, bool t
 /* GELU backward over a row, dx += dy * y'(x) (fresh: dx not read):
  *   none: y' = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
  *   tanh: y' = (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2) */
-VM_ATTR static void VM_SUF(gelu_backward_row)(const float *x, const float *dy, float *dx,
+VM_ATTR static inline void VM_SUF(gelu_backward_row)(const float *x, const float *dy, float *dx,
                                               int64_t n, bool tanh_form, bool fresh)
 {
     for (int64_t i = 0; i < n; i += VM_LANES) {

@@ -1,5 +1,5 @@
 /*
- * vec_lanes.h - the AVX2 lane helpers of ops/vec.c, vec_gemm.c and vec_dropout.c: the
+ * vec_lanes.h - the AVX2 lane helpers of the kernels in ops/simd/ (vec.c, vec_softmax.c, vec_layernorm.c, vec_gemm.c and vec_dropout.c): the
  * target attributes, vector types, row tails (masked loads and stores),
  * constants, double halves, horizontal sums, row loops. Library-private; include
  * only inside `#if TG_VEC` after <immintrin.h>.
