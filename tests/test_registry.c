@@ -506,3 +506,66 @@ Test(registry, man_page_lists_every_op)
     free(man);
     free(md);
 }
+
+/* ---- a new op family is wired in everywhere, or this names the line ----
+ * A family is an ops/NAME.c that defines tg__NAME_ops[] (its registry rows).
+ * Adding one means its ops/ file(s), one X(NAME) line in ops/registry.c and,
+ * when it has a public header ops/NAME.h, one #include in the umbrella
+ * ops/ops.h; everything else (tgraph op, its help, the man page, the checks
+ * above) follows from the rows. */
+
+static char *slurp_source(const char *rel)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/../../%s", TT_FIXTURES, rel);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 17];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *s = malloc(n + 1);
+    cr_assert_not_null(s);
+    memcpy(s, buf, n + 1);
+    return s;
+}
+
+Test(registry, every_op_family_is_listed_and_its_header_in_the_umbrella)
+{
+    char *list = slurp_source("ops/registry.c"), *umbrella = slurp_source("ops/ops.h");
+    cr_assert(list && umbrella, "cannot read ops/registry.c and ops/ops.h (run from the "
+              "repository root)");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s/../.. && grep -l '^const tg_op_def tg__[a-z_0-9]*_ops\\[\\]' "
+             "ops/*.c", TT_FIXTURES);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char line[256];
+    int families = 0;
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        char name[128];
+        cr_assert(sscanf(line, "ops/%127[a-z_0-9].c", name) == 1, "%s", line);
+        char want[160];
+        snprintf(want, sizeof want, "X(%s)", name);
+        cr_expect_not_null(strstr(list, want), "ops/%s.c defines tg__%s_ops[] but "
+                           "ops/registry.c has no %s line in TG_OP_FAMILIES", name, name, want);
+        snprintf(want, sizeof want, "ops/%s.h", name);
+        char *hdr = slurp_source(want);
+        if (hdr) {
+            snprintf(want, sizeof want, "#include \"%s.h\"", name);
+            cr_expect_not_null(strstr(umbrella, want), "ops/%s.h is the public header of an "
+                               "op family but ops/ops.h does not %s", name, want);
+            free(hdr);
+        }
+        families++;
+    }
+    pclose(p);
+    cr_assert_geq(families, 15, "found %d op families in ops/*.c", families);
+    int listed = 0;
+    for (const char *q = list; (q = strstr(q, "\n    X(")); q++) listed++;
+    cr_assert_eq(families, listed, "ops/*.c define %d op families, ops/registry.c lists %d",
+                 families, listed);
+    free(list);
+    free(umbrella);
+}
