@@ -10,8 +10,227 @@
  * double sum, so results do not depend on the thread count.
  * Not here: nll_loss on log-probabilities, multi-target / soft labels with
  * ignore_index, a gradient for the class weights.
+ *
+ * Reading order (engine/generic.h): the builder with its shape checks, the
+ * forward, the backward, the descriptor and registry row, then the portable
+ * kernels for float and double at the end of the file.
  */
-#ifdef TG_KERNELS
+#ifndef TG_KERNELS /* ====================================== the op proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "crossentropy.h"
+#include "generic.h"
+
+typedef struct {
+    tg_reduction red;
+    int64_t      ignore_index;
+    double       smoothing;
+    bool         probs;          /* probability targets */
+    int          wi;             /* input index of weight, -1 when absent */
+    int64_t      C, inner, S;    /* classes, d1*...*dK, samples */
+} ce_attr;
+
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static tg_status, ce_forward, (tg_node *n));
+TG_KERNEL_DECL(static tg_status, ce_backward, (tg_node *n));
+
+static const tg_op op_cross_entropy;   /* the descriptor, after the backward */
+
+/* ---- builder ---- */
+
+/* PyTorch's scalar type names, for its messages */
+static const char *torch_type(tg_dtype dt)
+{
+    switch (dt) {
+    case TG_F32: return "Float";
+    case TG_F64: return "Double";
+    case TG_I64: return "Long";
+    default:     return "Bool";
+    }
+}
+
+/* class-index target shape: () for (C), (N) for (N, C), (N, d1..dK) for (N, C, d1..dK) */
+static bool check_index_target(tg_graph *g, const tg_tensor *x, const tg_tensor *t)
+{
+    char a[160], b[160];
+    if (x->rank == 1) {
+        if (t->rank == 0) return true;
+        if (t->rank == 1)
+            tg_graph_fail(g, "cross_entropy: size mismatch (got input: %s, target: %s)",
+                          TG__SHAPE(x, a), TG__SHAPE(t, b));
+        else
+            tg_graph_fail(g, "cross_entropy: 0D or 1D target tensor expected, multi-target not "
+                          "supported (target shape %s)", TG__SHAPE(t, b));
+        return false;
+    }
+    if (x->rank == 2 && t->rank > 1) {
+        tg_graph_fail(g, "cross_entropy: 0D or 1D target tensor expected, multi-target not "
+                      "supported (input %s, target %s)", TG__SHAPE(x, a), TG__SHAPE(t, b));
+        return false;
+    }
+    if (t->rank >= 1 && t->shape[0] != x->shape[0]) {
+        tg_graph_fail(g, "cross_entropy: Expected input batch_size (%lld) to match target "
+                      "batch_size (%lld).", (long long)x->shape[0], (long long)t->shape[0]);
+        return false;
+    }
+    int64_t want[TG_MAX_RANK];
+    want[0] = x->shape[0];
+    for (int d = 2; d < x->rank; d++) want[d - 1] = x->shape[d];
+    bool ok = t->rank == x->rank - 1;
+    for (int d = 0; ok && d < t->rank; d++) ok = t->shape[d] == want[d];
+    if (!ok)
+        tg_graph_fail(g, "cross_entropy: Expected target size %s, got %s",
+                      tg_shape_str(x->rank - 1, want, a, sizeof a), TG__SHAPE(t, b));
+    return ok;
+}
+
+tg_node *tg_cross_entropy(tg_graph *g, tg_node *input, tg_node *target, tg_node *weight,
+                          int64_t ignore_index, tg_reduction reduction, double label_smoothing)
+{
+    tg_node *in[3] = {input, target, weight};
+    int n_in = weight ? 3 : 2;
+    char a[160], b[160];
+    if (!tg_builder_check(g, "cross_entropy", n_in, in)) return NULL;
+    if (!tg__want_float(g, "cross_entropy", input, "input")) return NULL;
+    const tg_tensor *x = &input->value, *t = &target->value;
+    if (x->rank == 0)
+        return tg_graph_fail(g, "cross_entropy: input must have at least 1 dimension (the "
+                             "classes), got a 0-d tensor");
+    if ((unsigned)reduction >= TG_REDUCTION_COUNT)
+        return tg_graph_fail(g, "cross_entropy: %d is not a valid value for reduction",
+                             (int)reduction);
+    if (!(label_smoothing >= 0 && label_smoothing <= 1))
+        return tg_graph_fail(g, "cross_entropy: label_smoothing must be between 0.0 and 1.0. "
+                             "Got: %g", label_smoothing);
+    ce_attr at = {.red = reduction, .ignore_index = ignore_index, .smoothing = label_smoothing,
+                  .wi = weight ? 2 : -1};
+    at.C = x->rank == 1 ? x->shape[0] : x->shape[1];
+    at.inner = 1;
+    for (int d = 2; d < x->rank; d++) at.inner *= x->shape[d];
+    at.S = at.C ? x->numel / at.C : (x->rank == 1 ? 1 : x->shape[0] * at.inner);
+    at.probs = tg_tensor_same_shape(x, t);
+    if (at.probs && !tg_dtype_is_float(t->dtype))
+        return tg_graph_fail(g, "cross_entropy: Expected floating point type for target with "
+                             "class probabilities, got %s", torch_type(t->dtype));
+    if (at.probs && !tg__want_float(g, "cross_entropy", target, "target")) return NULL;
+    if (!at.probs && t->dtype != TG_I64)
+        return tg_graph_fail(g, "cross_entropy: expected scalar type Long but found %s (class "
+                             "indices must be int64; class probabilities must have the input's "
+                             "shape %s, got %s)", torch_type(t->dtype), TG__SHAPE(x, a),
+                             TG__SHAPE(t, b));
+    if (!at.probs && !check_index_target(g, x, t)) return NULL;
+    if (weight) {
+        const tg_tensor *w = &weight->value;
+        if (!tg__want_float(g, "cross_entropy", weight, "weight")) return NULL;
+        if (w->rank != 1 || w->shape[0] != at.C)
+            return tg_graph_fail(g, "cross_entropy: weight tensor should be defined either for "
+                                 "all %lld classes or no classes but got weight tensor of shape: "
+                                 "%s", (long long)at.C, TG__SHAPE(w, a));
+        if (weight->requires_grad)
+            return tg_graph_fail(g, "cross_entropy: not differentiable with respect to argument "
+                                 "'weight'. This input cannot have requires_grad True.");
+    }
+    if (at.probs && ignore_index >= 0)
+        return tg_graph_fail(g, "cross_entropy: ignore_index is not supported for floating point "
+                             "target (got ignore_index %lld; use a negative value)",
+                             (long long)ignore_index);
+    /* 'none': one loss per sample, shaped like the index target / input without dim 1 */
+    int64_t oshape[TG_MAX_RANK];
+    int orank = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != (x->rank == 1 ? 0 : 1)) oshape[orank++] = x->shape[d];
+    if (reduction != TG_REDUCTION_NONE) orank = 0;
+    tg_node *n = tg_node_new(g, &op_cross_entropy, n_in, in, x->dtype, orank, oshape);
+    ce_attr *attr = n ? tg_node_attr(n, sizeof *attr) : NULL;
+    if (!attr) return NULL;
+    *attr = at;
+    /* saved: lse per sample [S], and W (the 'mean' divisor) [] */
+    if (tg_node_buffer(n, TG_F64, 1, (int64_t[]){at.S}) < 0 || tg_node_buffer(n, TG_F64, 0, NULL) < 0)
+        return NULL;
+    tg_node_scratch(n, (size_t)at.S * sizeof(double));   /* per-sample losses */
+    return n;
+}
+
+/* ---- forward ---- */
+
+static tg_status ce_forward(tg_node *n)
+{
+    const ce_attr *a = n->attr;
+    if (a->wi >= 0 && n->in[a->wi]->requires_grad)   /* marked after the build */
+        return tg_set_error(TG_ERR_INVALID, "cross_entropy: not differentiable with respect to "
+                            "argument 'weight'. This input cannot have requires_grad True.");
+    return TG_DISPATCH(n->value.dtype, ce_forward)(n);
+}
+
+/* ---- backward ---- */
+
+static tg_status ce_backward(tg_node *n) { return TG_DISPATCH(n->value.dtype, ce_backward)(n); }
+
+/* ---- descriptor ---- */
+
+static void ce_describe(const tg_node *n, char *buf, size_t len)
+{
+    const ce_attr *a = n->attr;
+    snprintf(buf, len, "reduction=%s%s ignore_index=%lld label_smoothing=%g%s",
+             tg_reduction_name(a->red), a->probs ? " probabilities" : "",
+             (long long)a->ignore_index, a->smoothing, a->wi >= 0 ? " weighted" : "");
+}
+
+static const tg_op op_cross_entropy = {.name = "cross_entropy", .forward = ce_forward,
+                                       .backward = ce_backward, .describe = ce_describe};
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_cross_entropy)
+{
+    tg_reduction r;
+    if (tg__op_reduction(g, c, &r)) return TG_ERR_INVALID;
+    return TG_GLUE_ONE(tg_cross_entropy(g, in[0], in[1], n_in > 2 ? in[2] : NULL,
+                                tg__op_int(c, "ignore_index"), r, tg__op_f(c, "label_smoothing")));
+}
+
+/* cross_entropy class indices: uniform in [0, C), C = input.size(1) (size(0) for a 1-d input). */
+static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
+                           tg_rng *rng)
+{
+    (void)c, (void)i;
+    const tg_tensor *x = in[0];
+    int64_t C = x->rank == 0 ? 0 : x->shape[x->rank == 1 ? 0 : 1];
+    if (C <= 0) return tg_set_error(TG_ERR_INVALID, "the input has no classes to draw from");
+    int64_t *v = t->data;
+    for (int64_t k = 0; k < t->numel; k++) v[k] = (int64_t)tg_rng_below(rng, (uint64_t)C);
+    return TG_OK;
+}
+
+const tg_op_def tg__crossentropy_ops[] = {
+    {"cross_entropy", "F.cross_entropy(input, target, weight=None, ...) on logits",
+     {{"ignore_index", TG_OP_INT, "-100", false,
+       "a class index target that counts for nothing", NULL, 0},
+      {"reduction", TG_OP_STRING, "mean", false, "none, mean or sum", NULL, 0},
+      {"label_smoothing", TG_OP_FLOAT, "0.0", false,
+       "mix of the target with uniform, in [0, 1]", NULL, 0}},
+     false, {TG_IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2,
+     false, 1, b_cross_entropy, gen_class,
+     "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy",
+     &op_cross_entropy, NULL,
+     "label_smoothing=0.1;[4,5];i64[4]", "[4,5];i64[3]", NULL},
+    {0}
+};
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "crossentropy.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "crossentropy.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
 #include "generic.h"
 
 typedef struct TG_F(ce_ctx) {
@@ -171,203 +390,5 @@ static tg_status TG_F(ce_backward)(tg_node *n)
     tg_parallel_for(a->S, 1 + 4096 / (a->C ? a->C : 1), TG_F(ce_backward_range), &c);
     return TG_OK;
 }
-
-#else /* ---------------------------------------------------- the op proper */
-
-#include <stdio.h>
-
-#include "ops_internal.h"
-#include "crossentropy.h"
-
-typedef struct {
-    tg_reduction red;
-    int64_t      ignore_index;
-    double       smoothing;
-    bool         probs;          /* probability targets */
-    int          wi;             /* input index of weight, -1 when absent */
-    int64_t      C, inner, S;    /* classes, d1*...*dK, samples */
-} ce_attr;
-
-#define TG_KERNELS 32
-#include "crossentropy.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "crossentropy.c"
-#undef TG_KERNELS
-
-static tg_status ce_forward(tg_node *n)
-{
-    const ce_attr *a = n->attr;
-    if (a->wi >= 0 && n->in[a->wi]->requires_grad)   /* marked after the build */
-        return tg_set_error(TG_ERR_INVALID, "cross_entropy: not differentiable with respect to "
-                            "argument 'weight'. This input cannot have requires_grad True.");
-    return TG_DISPATCH(n->value.dtype, ce_forward)(n);
-}
-
-static tg_status ce_backward(tg_node *n) { return TG_DISPATCH(n->value.dtype, ce_backward)(n); }
-
-static void ce_describe(const tg_node *n, char *buf, size_t len)
-{
-    const ce_attr *a = n->attr;
-    snprintf(buf, len, "reduction=%s%s ignore_index=%lld label_smoothing=%g%s",
-             tg_reduction_name(a->red), a->probs ? " probabilities" : "",
-             (long long)a->ignore_index, a->smoothing, a->wi >= 0 ? " weighted" : "");
-}
-
-static const tg_op op_cross_entropy = {.name = "cross_entropy", .forward = ce_forward,
-                                       .backward = ce_backward, .describe = ce_describe};
-
-/* PyTorch's scalar type names, for its messages */
-static const char *torch_type(tg_dtype dt)
-{
-    switch (dt) {
-    case TG_F32: return "Float";
-    case TG_F64: return "Double";
-    case TG_I64: return "Long";
-    default:     return "Bool";
-    }
-}
-
-/* class-index target shape: () for (C), (N) for (N, C), (N, d1..dK) for (N, C, d1..dK) */
-static bool check_index_target(tg_graph *g, const tg_tensor *x, const tg_tensor *t)
-{
-    char a[160], b[160];
-    if (x->rank == 1) {
-        if (t->rank == 0) return true;
-        if (t->rank == 1)
-            tg_graph_fail(g, "cross_entropy: size mismatch (got input: %s, target: %s)",
-                          TG__SHAPE(x, a), TG__SHAPE(t, b));
-        else
-            tg_graph_fail(g, "cross_entropy: 0D or 1D target tensor expected, multi-target not "
-                          "supported (target shape %s)", TG__SHAPE(t, b));
-        return false;
-    }
-    if (x->rank == 2 && t->rank > 1) {
-        tg_graph_fail(g, "cross_entropy: 0D or 1D target tensor expected, multi-target not "
-                      "supported (input %s, target %s)", TG__SHAPE(x, a), TG__SHAPE(t, b));
-        return false;
-    }
-    if (t->rank >= 1 && t->shape[0] != x->shape[0]) {
-        tg_graph_fail(g, "cross_entropy: Expected input batch_size (%lld) to match target "
-                      "batch_size (%lld).", (long long)x->shape[0], (long long)t->shape[0]);
-        return false;
-    }
-    int64_t want[TG_MAX_RANK];
-    want[0] = x->shape[0];
-    for (int d = 2; d < x->rank; d++) want[d - 1] = x->shape[d];
-    bool ok = t->rank == x->rank - 1;
-    for (int d = 0; ok && d < t->rank; d++) ok = t->shape[d] == want[d];
-    if (!ok)
-        tg_graph_fail(g, "cross_entropy: Expected target size %s, got %s",
-                      tg_shape_str(x->rank - 1, want, a, sizeof a), TG__SHAPE(t, b));
-    return ok;
-}
-
-tg_node *tg_cross_entropy(tg_graph *g, tg_node *input, tg_node *target, tg_node *weight,
-                          int64_t ignore_index, tg_reduction reduction, double label_smoothing)
-{
-    tg_node *in[3] = {input, target, weight};
-    int n_in = weight ? 3 : 2;
-    char a[160], b[160];
-    if (!tg_builder_check(g, "cross_entropy", n_in, in)) return NULL;
-    if (!tg__want_float(g, "cross_entropy", input, "input")) return NULL;
-    const tg_tensor *x = &input->value, *t = &target->value;
-    if (x->rank == 0)
-        return tg_graph_fail(g, "cross_entropy: input must have at least 1 dimension (the "
-                             "classes), got a 0-d tensor");
-    if ((unsigned)reduction >= TG_REDUCTION_COUNT)
-        return tg_graph_fail(g, "cross_entropy: %d is not a valid value for reduction",
-                             (int)reduction);
-    if (!(label_smoothing >= 0 && label_smoothing <= 1))
-        return tg_graph_fail(g, "cross_entropy: label_smoothing must be between 0.0 and 1.0. "
-                             "Got: %g", label_smoothing);
-    ce_attr at = {.red = reduction, .ignore_index = ignore_index, .smoothing = label_smoothing,
-                  .wi = weight ? 2 : -1};
-    at.C = x->rank == 1 ? x->shape[0] : x->shape[1];
-    at.inner = 1;
-    for (int d = 2; d < x->rank; d++) at.inner *= x->shape[d];
-    at.S = at.C ? x->numel / at.C : (x->rank == 1 ? 1 : x->shape[0] * at.inner);
-    at.probs = tg_tensor_same_shape(x, t);
-    if (at.probs && !tg_dtype_is_float(t->dtype))
-        return tg_graph_fail(g, "cross_entropy: Expected floating point type for target with "
-                             "class probabilities, got %s", torch_type(t->dtype));
-    if (at.probs && !tg__want_float(g, "cross_entropy", target, "target")) return NULL;
-    if (!at.probs && t->dtype != TG_I64)
-        return tg_graph_fail(g, "cross_entropy: expected scalar type Long but found %s (class "
-                             "indices must be int64; class probabilities must have the input's "
-                             "shape %s, got %s)", torch_type(t->dtype), TG__SHAPE(x, a),
-                             TG__SHAPE(t, b));
-    if (!at.probs && !check_index_target(g, x, t)) return NULL;
-    if (weight) {
-        const tg_tensor *w = &weight->value;
-        if (!tg__want_float(g, "cross_entropy", weight, "weight")) return NULL;
-        if (w->rank != 1 || w->shape[0] != at.C)
-            return tg_graph_fail(g, "cross_entropy: weight tensor should be defined either for "
-                                 "all %lld classes or no classes but got weight tensor of shape: "
-                                 "%s", (long long)at.C, TG__SHAPE(w, a));
-        if (weight->requires_grad)
-            return tg_graph_fail(g, "cross_entropy: not differentiable with respect to argument "
-                                 "'weight'. This input cannot have requires_grad True.");
-    }
-    if (at.probs && ignore_index >= 0)
-        return tg_graph_fail(g, "cross_entropy: ignore_index is not supported for floating point "
-                             "target (got ignore_index %lld; use a negative value)",
-                             (long long)ignore_index);
-    /* 'none': one loss per sample, shaped like the index target / input without dim 1 */
-    int64_t oshape[TG_MAX_RANK];
-    int orank = 0;
-    for (int d = 0; d < x->rank; d++)
-        if (d != (x->rank == 1 ? 0 : 1)) oshape[orank++] = x->shape[d];
-    if (reduction != TG_REDUCTION_NONE) orank = 0;
-    tg_node *n = tg_node_new(g, &op_cross_entropy, n_in, in, x->dtype, orank, oshape);
-    ce_attr *attr = n ? tg_node_attr(n, sizeof *attr) : NULL;
-    if (!attr) return NULL;
-    *attr = at;
-    /* saved: lse per sample [S], and W (the 'mean' divisor) [] */
-    if (tg_node_buffer(n, TG_F64, 1, (int64_t[]){at.S}) < 0 || tg_node_buffer(n, TG_F64, 0, NULL) < 0)
-        return NULL;
-    tg_node_scratch(n, (size_t)at.S * sizeof(double));   /* per-sample losses */
-    return n;
-}
-
-/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-
-#include "registry_internal.h"
-
-TG_GLUE(b_cross_entropy)
-{
-    tg_reduction r;
-    if (tg__op_reduction(g, c, &r)) return TG_ERR_INVALID;
-    return TG_GLUE_ONE(tg_cross_entropy(g, in[0], in[1], n_in > 2 ? in[2] : NULL,
-                                tg__op_int(c, "ignore_index"), r, tg__op_f(c, "label_smoothing")));
-}
-
-/* cross_entropy class indices: uniform in [0, C), C = input.size(1) (size(0) for a 1-d input). */
-static tg_status gen_class(const tg_op_call *c, int i, const tg_tensor *const *in, tg_tensor *t,
-                           tg_rng *rng)
-{
-    (void)c, (void)i;
-    const tg_tensor *x = in[0];
-    int64_t C = x->rank == 0 ? 0 : x->shape[x->rank == 1 ? 0 : 1];
-    if (C <= 0) return tg_set_error(TG_ERR_INVALID, "the input has no classes to draw from");
-    int64_t *v = t->data;
-    for (int64_t k = 0; k < t->numel; k++) v[k] = (int64_t)tg_rng_below(rng, (uint64_t)C);
-    return TG_OK;
-}
-
-const tg_op_def tg__crossentropy_ops[] = {
-    {"cross_entropy", "F.cross_entropy(input, target, weight=None, ...) on logits",
-     {{"ignore_index", TG_OP_INT, "-100", false,
-       "a class index target that counts for nothing", NULL, 0},
-      {"reduction", TG_OP_STRING, "mean", false, "none, mean or sum", NULL, 0},
-      {"label_smoothing", TG_OP_FLOAT, "0.0", false,
-       "mix of the target with uniform, in [0, 1]", NULL, 0}},
-     false, {TG_IN("input"), {"target", TG_OP_IN_TARGET, 0}, {"weight", TG_OP_IN_CONST, 0}}, 2,
-     false, 1, b_cross_entropy, gen_class,
-     "cross_entropy label_smoothing=0.1 --in x.npy --in target.npy --out loss.npy",
-     &op_cross_entropy, NULL,
-     "label_smoothing=0.1;[4,5];i64[4]", "[4,5];i64[3]", NULL},
-    {0}
-};
 
 #endif

@@ -2,10 +2,247 @@
  * elementwise.c - add/sub/mul/div with broadcasting, scale, and unary maths
  * (exp, log, sqrt, square, neg, relu). OPS.md sections 1, 11.
  *
- * Forward and backward of each op sit side by side in the kernel section,
- * which is compiled for float and double (engine/generic.h).
+ * Reading order (engine/generic.h): the binary ops, then the unary ops, each
+ * with its builder, forward, backward and descriptors; the registry rows; then
+ * the portable kernels for float and double at the end of the file, where
+ * the forward and backward of each op sit side by side.
  */
-#ifdef TG_KERNELS
+#ifndef TG_KERNELS /* ===================================== the ops proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "elementwise.h"
+#include "generic.h"
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+enum { UN_SCALE, UN_NEG, UN_EXP, UN_LOG, UN_SQRT, UN_SQUARE, UN_RELU };
+
+typedef struct { int kind; } binary_attr;
+typedef struct { int kind; double s; } unary_attr;
+
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, binary_forward, (tg_node *n, int kind));
+TG_KERNEL_DECL(static void, binary_backward, (tg_node *n, int kind));
+TG_KERNEL_DECL(static void, unary_run, (tg_node *n, int kind, double s, bool backward));
+
+/* the descriptors, after the backwards */
+static const tg_op op_add, op_sub, op_mul, op_div;
+static const tg_op op_scale, op_neg, op_exp, op_log, op_sqrt, op_square, op_relu;
+
+/* ==================================== binary ops: add, sub, mul, div */
+
+/* ---- builder ---- */
+
+static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
+{
+    tg_node *in[2] = {a, b};
+    int rank;
+    int64_t shape[TG_MAX_RANK];
+    if (!tg_builder_check(g, op->name, 2, in)) return NULL;
+    if (!tg__want_float(g, op->name, a, "input a") || !tg__want_float(g, op->name, b, "input b"))
+        return NULL;
+    if (!tg__broadcast(g, op->name, &a->value, &b->value, &rank, shape)) return NULL;
+    tg_node *n = tg_node_new(g, op, 2, in, tg_graph_dtype(g), rank, shape);
+    binary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->kind = kind;
+    return n;
+}
+
+tg_node *tg_add(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_add, BIN_ADD, a, b); }
+tg_node *tg_sub(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_sub, BIN_SUB, a, b); }
+tg_node *tg_mul(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_mul, BIN_MUL, a, b); }
+tg_node *tg_div(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_div, BIN_DIV, a, b); }
+
+/* ---- forward ---- */
+
+static tg_status binary_forward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, binary_forward)(n, ((binary_attr *)n->attr)->kind);
+    return TG_OK;
+}
+
+/* ---- backward ---- */
+
+static tg_status binary_backward(tg_node *n)
+{
+    TG_DISPATCH(n->value.dtype, binary_backward)(n, ((binary_attr *)n->attr)->kind);
+    return TG_OK;
+}
+
+/* ---- descriptors ---- */
+
+/* add and sub: dx = dy, no value read; mul reads its inputs. Each output
+ * element reads the same element of a (whose shape it has when the planner
+ * writes in place) before it is written: TG_OP_FWD_INPLACE. */
+#define BIN_FLAGS (TG_OP_BWD_FRESH | TG_OP_FWD_INPLACE)
+static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
+static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
+static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | BIN_FLAGS};
+static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward,
+                             .flags = BIN_FLAGS};
+#undef BIN_FLAGS
+
+/* ================= unary ops: scale, neg, exp, log, sqrt, square, relu */
+
+/* ---- builder ---- */
+
+static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
+{
+    if (!tg_builder_check(g, op->name, 1, &x)) return NULL;
+    if (!tg__want_float(g, op->name, x, "input")) return NULL;
+    tg_node *n = tg_node_new(g, op, 1, &x, x->value.dtype, x->value.rank, x->value.shape);
+    unary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
+    if (!at) return NULL;
+    at->kind = kind;
+    at->s = s;
+    return n;
+}
+
+tg_node *tg_scale(tg_graph *g, tg_node *x, double s) { return unary(g, &op_scale, UN_SCALE, s, x); }
+tg_node *tg_neg(tg_graph *g, tg_node *x) { return unary(g, &op_neg, UN_NEG, 0, x); }
+tg_node *tg_exp(tg_graph *g, tg_node *x) { return unary(g, &op_exp, UN_EXP, 0, x); }
+tg_node *tg_log(tg_graph *g, tg_node *x) { return unary(g, &op_log, UN_LOG, 0, x); }
+tg_node *tg_sqrt(tg_graph *g, tg_node *x) { return unary(g, &op_sqrt, UN_SQRT, 0, x); }
+tg_node *tg_square(tg_graph *g, tg_node *x) { return unary(g, &op_square, UN_SQUARE, 0, x); }
+tg_node *tg_relu(tg_graph *g, tg_node *x) { return unary(g, &op_relu, UN_RELU, 0, x); }
+
+/* ---- forward ---- */
+
+static tg_status unary_forward(tg_node *n)
+{
+    const unary_attr *at = n->attr;
+    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, false);
+    return TG_OK;
+}
+
+/* ---- backward ---- */
+
+static tg_status unary_backward(tg_node *n)
+{
+    const unary_attr *at = n->attr;
+    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, true);
+    return TG_OK;
+}
+
+/* ---- descriptors ---- */
+
+static void scale_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "%g", ((const unary_attr *)n->attr)->s);
+}
+
+/* relu's decisions: the sign pattern of its input (for gradcheck). */
+static uint64_t relu_kinks(const tg_node *n)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < x->numel; i++)
+        h = (h ^ (uint64_t)(tg_tensor_get(x, i) > 0)) * 1099511628211ull;
+    return h;
+}
+
+/* Every unary op reads element i before it writes element i, forward (x[i]
+ * for y[i]) and backward (dy[i] for dx[i]): the planner may write either in
+ * place (TG_OP_FWD_INPLACE, TG_OP_BWD_DX_OVER_DY). */
+#define UN_FLAGS (TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE)
+#define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
+                     .flags = UN_FLAGS}
+static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
+                               .backward = unary_backward, .describe = scale_describe,
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
+static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
+static const tg_op op_exp = UNARY_OP(exp);
+static const tg_op op_log = UNARY_OP(log);
+static const tg_op op_sqrt = UNARY_OP(sqrt);
+static const tg_op op_square = UNARY_OP(square);
+static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
+                              .backward = unary_backward, .kinks = relu_kinks, .flags = UN_FLAGS};
+#undef UNARY_OP
+#undef UN_FLAGS
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+/* add/sub/mul/div: other is a tensor (the second --in) or a number (other=). */
+static tg_status binary_glue(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
+                             tg_node **out, int *n_out,
+                             tg_node *(*fn)(tg_graph *, tg_node *, tg_node *))
+{
+    bool tensor = n_in > 1 && in[1], number = !tg__op_is_null(c, "other");
+    if (tensor == number) {
+        tg_graph_fail(g, "%s: give other either as a tensor (a second --in) or as a number "
+                      "(other=), %s", c->op->name, tensor ? "not both" : "got neither");
+        return TG_ERR_INVALID;
+    }
+    tg_node *other = tensor ? in[1] : tg_full(g, 0, NULL, tg__op_f(c, "other"));
+    const tg_value *alpha = tg__op_attr(c, "alpha");
+    if (alpha && tg__op_f(c, "alpha") != 1.0) other = tg_scale(g, other, tg__op_f(c, "alpha"));
+    return TG_GLUE_ONE(fn(g, in[0], other));
+}
+
+TG_GLUE(b_add) { return binary_glue(g, c, in, n_in, out, n_out, tg_add); }
+TG_GLUE(b_sub) { return binary_glue(g, c, in, n_in, out, n_out, tg_sub); }
+TG_GLUE(b_mul) { return binary_glue(g, c, in, n_in, out, n_out, tg_mul); }
+TG_GLUE(b_div) { return binary_glue(g, c, in, n_in, out, n_out, tg_div); }
+
+TG_GLUE(b_scale) { (void)n_in; return TG_GLUE_ONE(tg_scale(g, in[0], tg__op_f(c, "scale"))); }
+TG_GLUE(b_neg) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_neg(g, in[0])); }
+TG_GLUE(b_exp) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_exp(g, in[0])); }
+TG_GLUE(b_log) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_log(g, in[0])); }
+TG_GLUE(b_sqrt) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_sqrt(g, in[0])); }
+TG_GLUE(b_square) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_square(g, in[0])); }
+TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
+
+#define UNARY(nm, fn, gen, sum, desc, check, bad) \
+    {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
+     nm " --in x.npy --out y.npy", desc, NULL, check, bad, NULL}
+#define BINARY(nm, fn, sum, gen1, example, desc, check, bad, extra) \
+    {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)", \
+                NULL, 0} extra}, \
+     false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
+     nm " " example, desc, NULL, check, bad, NULL}
+#define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other", NULL, 0}
+
+const tg_op_def tg__elementwise_ops[] = {
+    UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu, "[50]", "bool[3]"),
+    UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)", &op_exp, "[3,4]", "bool[3]"),
+    UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)", &op_log, "[3,4]", "i64[3]"),
+    UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt, "[3,4]", "bool[2]"),
+    UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square, "[3,4]", "bool[2]"),
+    UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg, "[3,4]", "i64[2]"),
+    {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false,
+                                          "the factor", NULL, 0}}, false,
+     {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
+     &op_scale, NULL,
+     "scale=1.5;[3,4]", "scale=yes;[3]", NULL},
+    BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, "alpha=2;[3,4];[4]", "[3,4];[5]", ALPHA),
+    BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", &op_sub, "[3,4];[3,4]", "other=1;[3];[3]", ALPHA),
+    BINARY("mul", b_mul, "torch.mul(input, other); other a tensor or a number",
+           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", &op_mul, "[3,4];[4]", "[3];[4]", ),
+    BINARY("div", b_div, "torch.div(input, other); other a tensor or a number",
+           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", &op_div, "[3,4];[4]", "[3]", ),
+    {0}
+};
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "elementwise.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "elementwise.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
 #include "generic.h"
 
 /* ------------------------------------------------------------- binary ops */
@@ -223,213 +460,5 @@ static void TG_F(unary_run)(tg_node *n, int kind, double s, bool backward)
     tg_parallel_for(n->value.numel, 16384,
                     backward ? TG_F(unary_backward_range) : TG_F(unary_forward_range), &c);
 }
-
-#else /* ---------------------------------------------------- the ops proper */
-
-#include <stdio.h>
-
-#include "ops_internal.h"
-#include "elementwise.h"
-
-enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-enum { UN_SCALE, UN_NEG, UN_EXP, UN_LOG, UN_SQRT, UN_SQUARE, UN_RELU };
-
-#define TG_KERNELS 32
-#include "elementwise.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "elementwise.c"
-#undef TG_KERNELS
-
-/* ---- binary ---- */
-
-typedef struct { int kind; } binary_attr;
-
-static tg_status binary_forward(tg_node *n)
-{
-    TG_DISPATCH(n->value.dtype, binary_forward)(n, ((binary_attr *)n->attr)->kind);
-    return TG_OK;
-}
-
-static tg_status binary_backward(tg_node *n)
-{
-    TG_DISPATCH(n->value.dtype, binary_backward)(n, ((binary_attr *)n->attr)->kind);
-    return TG_OK;
-}
-
-/* add and sub: dx = dy, no value read; mul reads its inputs. Each output
- * element reads the same element of a (whose shape it has when the planner
- * writes in place) before it is written: TG_OP_FWD_INPLACE. */
-#define BIN_FLAGS (TG_OP_BWD_FRESH | TG_OP_FWD_INPLACE)
-static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
-static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
-static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | BIN_FLAGS};
-static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward,
-                             .flags = BIN_FLAGS};
-#undef BIN_FLAGS
-
-static tg_node *binary(tg_graph *g, const tg_op *op, int kind, tg_node *a, tg_node *b)
-{
-    tg_node *in[2] = {a, b};
-    int rank;
-    int64_t shape[TG_MAX_RANK];
-    if (!tg_builder_check(g, op->name, 2, in)) return NULL;
-    if (!tg__want_float(g, op->name, a, "input a") || !tg__want_float(g, op->name, b, "input b"))
-        return NULL;
-    if (!tg__broadcast(g, op->name, &a->value, &b->value, &rank, shape)) return NULL;
-    tg_node *n = tg_node_new(g, op, 2, in, tg_graph_dtype(g), rank, shape);
-    binary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
-    if (!at) return NULL;
-    at->kind = kind;
-    return n;
-}
-
-tg_node *tg_add(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_add, BIN_ADD, a, b); }
-tg_node *tg_sub(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_sub, BIN_SUB, a, b); }
-tg_node *tg_mul(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_mul, BIN_MUL, a, b); }
-tg_node *tg_div(tg_graph *g, tg_node *a, tg_node *b) { return binary(g, &op_div, BIN_DIV, a, b); }
-
-/* ---- unary ---- */
-
-typedef struct { int kind; double s; } unary_attr;
-
-static tg_status unary_forward(tg_node *n)
-{
-    const unary_attr *at = n->attr;
-    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, false);
-    return TG_OK;
-}
-
-static tg_status unary_backward(tg_node *n)
-{
-    const unary_attr *at = n->attr;
-    TG_DISPATCH(n->value.dtype, unary_run)(n, at->kind, at->s, true);
-    return TG_OK;
-}
-
-static void scale_describe(const tg_node *n, char *buf, size_t len)
-{
-    snprintf(buf, len, "%g", ((const unary_attr *)n->attr)->s);
-}
-
-/* relu's decisions: the sign pattern of its input (for gradcheck). */
-static uint64_t relu_kinks(const tg_node *n)
-{
-    const tg_tensor *x = &n->in[0]->value;
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t i = 0; i < x->numel; i++)
-        h = (h ^ (uint64_t)(tg_tensor_get(x, i) > 0)) * 1099511628211ull;
-    return h;
-}
-
-/* Every unary op reads element i before it writes element i, forward (x[i]
- * for y[i]) and backward (dy[i] for dx[i]): the planner may write either in
- * place (TG_OP_FWD_INPLACE, TG_OP_BWD_DX_OVER_DY). */
-#define UN_FLAGS (TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE)
-#define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
-                     .flags = UN_FLAGS}
-static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
-                               .backward = unary_backward, .describe = scale_describe,
-                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
-static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
-static const tg_op op_exp = UNARY_OP(exp);
-static const tg_op op_log = UNARY_OP(log);
-static const tg_op op_sqrt = UNARY_OP(sqrt);
-static const tg_op op_square = UNARY_OP(square);
-static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
-                              .backward = unary_backward, .kinks = relu_kinks, .flags = UN_FLAGS};
-#undef UNARY_OP
-#undef UN_FLAGS
-
-static tg_node *unary(tg_graph *g, const tg_op *op, int kind, double s, tg_node *x)
-{
-    if (!tg_builder_check(g, op->name, 1, &x)) return NULL;
-    if (!tg__want_float(g, op->name, x, "input")) return NULL;
-    tg_node *n = tg_node_new(g, op, 1, &x, x->value.dtype, x->value.rank, x->value.shape);
-    unary_attr *at = n ? tg_node_attr(n, sizeof *at) : NULL;
-    if (!at) return NULL;
-    at->kind = kind;
-    at->s = s;
-    return n;
-}
-
-tg_node *tg_scale(tg_graph *g, tg_node *x, double s) { return unary(g, &op_scale, UN_SCALE, s, x); }
-tg_node *tg_neg(tg_graph *g, tg_node *x) { return unary(g, &op_neg, UN_NEG, 0, x); }
-tg_node *tg_exp(tg_graph *g, tg_node *x) { return unary(g, &op_exp, UN_EXP, 0, x); }
-tg_node *tg_log(tg_graph *g, tg_node *x) { return unary(g, &op_log, UN_LOG, 0, x); }
-tg_node *tg_sqrt(tg_graph *g, tg_node *x) { return unary(g, &op_sqrt, UN_SQRT, 0, x); }
-tg_node *tg_square(tg_graph *g, tg_node *x) { return unary(g, &op_square, UN_SQUARE, 0, x); }
-tg_node *tg_relu(tg_graph *g, tg_node *x) { return unary(g, &op_relu, UN_RELU, 0, x); }
-
-/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-
-#include "registry_internal.h"
-
-/* add/sub/mul/div: other is a tensor (the second --in) or a number (other=). */
-static tg_status binary_glue(tg_graph *g, const tg_op_call *c, tg_node *const *in, int n_in,
-                             tg_node **out, int *n_out,
-                             tg_node *(*fn)(tg_graph *, tg_node *, tg_node *))
-{
-    bool tensor = n_in > 1 && in[1], number = !tg__op_is_null(c, "other");
-    if (tensor == number) {
-        tg_graph_fail(g, "%s: give other either as a tensor (a second --in) or as a number "
-                      "(other=), %s", c->op->name, tensor ? "not both" : "got neither");
-        return TG_ERR_INVALID;
-    }
-    tg_node *other = tensor ? in[1] : tg_full(g, 0, NULL, tg__op_f(c, "other"));
-    const tg_value *alpha = tg__op_attr(c, "alpha");
-    if (alpha && tg__op_f(c, "alpha") != 1.0) other = tg_scale(g, other, tg__op_f(c, "alpha"));
-    return TG_GLUE_ONE(fn(g, in[0], other));
-}
-
-TG_GLUE(b_add) { return binary_glue(g, c, in, n_in, out, n_out, tg_add); }
-TG_GLUE(b_sub) { return binary_glue(g, c, in, n_in, out, n_out, tg_sub); }
-TG_GLUE(b_mul) { return binary_glue(g, c, in, n_in, out, n_out, tg_mul); }
-TG_GLUE(b_div) { return binary_glue(g, c, in, n_in, out, n_out, tg_div); }
-
-TG_GLUE(b_scale) { (void)n_in; return TG_GLUE_ONE(tg_scale(g, in[0], tg__op_f(c, "scale"))); }
-TG_GLUE(b_neg) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_neg(g, in[0])); }
-TG_GLUE(b_exp) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_exp(g, in[0])); }
-TG_GLUE(b_log) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_log(g, in[0])); }
-TG_GLUE(b_sqrt) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_sqrt(g, in[0])); }
-TG_GLUE(b_square) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_square(g, in[0])); }
-TG_GLUE(b_relu) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_relu(g, in[0])); }
-
-#define UNARY(nm, fn, gen, sum, desc, check, bad) \
-    {nm, sum, {{0}}, false, {{"input", TG_OP_IN_FLOAT, gen}}, 1, false, 1, fn, NULL, \
-     nm " --in x.npy --out y.npy", desc, NULL, check, bad, NULL}
-#define BINARY(nm, fn, sum, gen1, example, desc, check, bad, extra) \
-    {nm, sum, {{"other", TG_OP_FLOAT, "null", true, "a number (instead of a second --in)", \
-                NULL, 0} extra}, \
-     false, {TG_IN("input"), {"other", TG_OP_IN_FLOAT, gen1}}, 1, false, 1, fn, NULL, \
-     nm " " example, desc, NULL, check, bad, NULL}
-#define ALPHA , {"alpha", TG_OP_FLOAT, "1", false, "multiplier for other", NULL, 0}
-
-const tg_op_def tg__elementwise_ops[] = {
-    UNARY("relu", b_relu, TG_OP_GEN_NORMAL, "torch.relu(input)", &op_relu, "[50]", "bool[3]"),
-    UNARY("exp", b_exp, TG_OP_GEN_NORMAL, "torch.exp(input)", &op_exp, "[3,4]", "bool[3]"),
-    UNARY("log", b_log, TG_OP_GEN_POSITIVE, "torch.log(input)", &op_log, "[3,4]", "i64[3]"),
-    UNARY("sqrt", b_sqrt, TG_OP_GEN_POSITIVE, "torch.sqrt(input)", &op_sqrt, "[3,4]", "bool[2]"),
-    UNARY("square", b_square, TG_OP_GEN_NORMAL, "torch.square(input)", &op_square, "[3,4]", "bool[2]"),
-    UNARY("neg", b_neg, TG_OP_GEN_NORMAL, "torch.neg(input)", &op_neg, "[3,4]", "i64[2]"),
-    {"scale", "scale * input (tgraph)", {{"scale", TG_OP_FLOAT, NULL, false,
-                                          "the factor", NULL, 0}}, false,
-     {TG_IN("input")}, 1, false, 1, b_scale, NULL, "scale scale=2.5 --in x.npy --out y.npy",
-     &op_scale, NULL,
-     "scale=1.5;[3,4]", "scale=yes;[3]", NULL},
-    BINARY("add", b_add, "torch.add(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "--in a.npy --in b.npy --out y.npy", &op_add, "alpha=2;[3,4];[4]", "[3,4];[5]", ALPHA),
-    BINARY("sub", b_sub, "torch.sub(input, other, alpha=1); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "alpha=2 --in a.npy --in b.npy --out y.npy", &op_sub, "[3,4];[3,4]", "other=1;[3];[3]", ALPHA),
-    BINARY("mul", b_mul, "torch.mul(input, other); other a tensor or a number",
-           TG_OP_GEN_NORMAL, "other=2.5 --in x.npy --out y.npy", &op_mul, "[3,4];[4]", "[3];[4]", ),
-    BINARY("div", b_div, "torch.div(input, other); other a tensor or a number",
-           TG_OP_GEN_NONZERO, "--in a.npy --in b.npy --out y.npy", &op_div, "[3,4];[4]", "[3]", ),
-    {0}
-};
 
 #endif

@@ -2,8 +2,8 @@
  * embedding.c - embedding (F.embedding): rows of a weight [V, C] picked by
  * int64 ids of any shape; the backward a scatter-add into the weight's
  * gradient, skipping padding_idx. Builder, shape check, forward, backward,
- * then the op's registry row. Not here: max_norm (PyTorch renormalises the
- * weight in place) and sparse gradients.
+ * descriptor, then the op's registry row. Not here: max_norm (PyTorch
+ * renormalises the weight in place) and sparse gradients.
  */
 #include <stdio.h>
 
@@ -15,19 +15,7 @@ typedef struct {
     int64_t padding;   /* the row without gradient, wrapped to [0, V); -1: none */
 } emb_attr;
 
-static void emb_describe(const tg_node *n, char *buf, size_t len)
-{
-    const emb_attr *a = n->attr;
-    if (a->padding >= 0) snprintf(buf, len, "padding_idx=%lld", (long long)a->padding);
-    else if (len) buf[0] = '\0';
-}
-
-static tg_status emb_forward(tg_node *n);
-static tg_status emb_backward(tg_node *n);
-
-static const tg_op op_embedding = {.name = "embedding", .forward = emb_forward,
-                                   .backward = emb_backward, .describe = emb_describe,
-                                   .flags = TG_OP_BWD_NO_OUTPUT};
+static const tg_op op_embedding;   /* the descriptor, after the backward */
 
 tg_node *tg_embedding(tg_graph *g, tg_node *input, tg_node *weight, int64_t padding_idx)
 {
@@ -106,6 +94,17 @@ static tg_status emb_backward(tg_node *n)
     }
     return TG_OK;
 }
+
+static void emb_describe(const tg_node *n, char *buf, size_t len)
+{
+    const emb_attr *a = n->attr;
+    if (a->padding >= 0) snprintf(buf, len, "padding_idx=%lld", (long long)a->padding);
+    else if (len) buf[0] = '\0';
+}
+
+static const tg_op op_embedding = {.name = "embedding", .forward = emb_forward,
+                                   .backward = emb_backward, .describe = emb_describe,
+                                   .flags = TG_OP_BWD_NO_OUTPUT};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

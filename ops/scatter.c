@@ -15,76 +15,18 @@
  * Index values are data: every forward and backward first checks them all
  * and fails with TG_ERR_INVALID before touching memory.
  * Not here: index_select, scatter_reduce ('multiply', 'amax'), sparse grads.
+ *
+ * Reading order (engine/generic.h): the builder with its shape checks, the
+ * forward, the backward, the descriptors, the registry rows, then the
+ * portable walks for float and double at the end of the file.
  */
-#ifdef TG_KERNELS
-#include "generic.h"
-
-/* rows [begin, end) of index; see the walk modes for what moves where.
- * Offsets: io into index.shape (index, gather's y, gather's dy), xo into
- * x.shape (x, dx, scatter's y and dy), so into src.shape (src, dsrc). */
-static void TG_F(walk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const walk_ctx *c = vctx;
-    const sg_attr *a = c->a;
-    const int64_t *I = c->index;
-    TG_T *dst = c->dst;
-    const TG_T *src = c->src;
-    unsigned char *mark = c->dst;
-    const TG_T value = (TG_T)a->value;
-    int last = a->rank - 1;
-    int64_t inner = a->ishape[last], xd = a->xdim_stride;
-    tg__iter it;
-    tg__iter_init(&it, a->rank, a->ishape, a->istride, a->xstride, a->sstride);
-    tg__iter_seek(&it, begin);
-    int64_t xl = it.stride[1][last], sl = it.stride[2][last];
-    (void)tid;
-    for (int64_t r = begin; r < end; r++, tg__iter_next_row(&it)) {
-        const int64_t *ix = I + it.off[0];
-        int64_t io = it.off[0], xo = it.off[1], so = it.off[2];
-        switch (c->mode) {
-        case W_GATHER:      /* y[io] = x[xo] */
-            for (int64_t i = 0; i < inner; i++) dst[io + i] = src[xo + i * xl + ix[i] * xd];
-            break;
-        case W_GATHER_BWD:  /* dx[xo] += dy[io] */
-            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] += src[io + i];
-            break;
-        case W_SCATTER:     /* y[xo] = src[so] */
-            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] = src[so + i * sl];
-            break;
-        case W_VALUE:       /* y[xo] = value */
-            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] = value;
-            break;
-        case W_ADD:         /* y[xo] += src[so] */
-            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] += src[so + i * sl];
-            break;
-        case W_MARK:        /* mark[xo] = 1 (positions scatter wrote) */
-            for (int64_t i = 0; i < inner; i++) mark[xo + i * xl + ix[i] * xd] = 1;
-            break;
-        default:            /* W_SRC_BWD: dsrc[so] += dy[xo] */
-            for (int64_t i = 0; i < inner; i++) dst[so + i * sl] += src[xo + i * xl + ix[i] * xd];
-            break;
-        }
-    }
-}
-
-/* dx[i] += mark[i] ? 0 : dy[i] over x (mark NULL: everywhere) */
-static void TG_F(add_unmarked)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const walk_ctx *c = vctx;
-    TG_T *dx = c->dst;
-    const TG_T *dy = c->src;
-    const unsigned char *mark = c->mark;
-    (void)tid;
-    for (int64_t i = begin; i < end; i++)
-        if (!mark || !mark[i]) dx[i] += dy[i];
-}
-
-#else /* ---------------------------------------------------- the ops proper */
+#ifndef TG_KERNELS /* ===================================== the ops proper */
 
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "scatter.h"
+#include "generic.h"
 
 enum { K_GATHER, K_SCATTER, K_SCATTER_VALUE, K_SCATTER_ADD };
 
@@ -113,110 +55,14 @@ typedef struct {
     const unsigned char *mark;       /* add_unmarked */
 } walk_ctx;
 
-#define TG_KERNELS 32
-#include "scatter.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "scatter.c"
-#undef TG_KERNELS
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, walk_rows, (void *vctx, int64_t begin, int64_t end, int tid));
+TG_KERNEL_DECL(static void, add_unmarked, (void *vctx, int64_t begin, int64_t end, int tid));
 
-static const char *const kind_name[] = {"gather", "scatter", "scatter", "scatter_add"};
+/* the descriptors, after the backward */
+static const tg_op op_gather, op_scatter, op_scatter_add;
 
-/* Every index value in [0, size(dim)), or TG_ERR_INVALID naming the first bad one. */
-static tg_status check_values(const tg_node *n)
-{
-    const sg_attr *a = n->attr;
-    const tg_tensor *index = &n->in[1]->value;
-    const int64_t *ix = index->data;
-    if (!a->rows) return TG_OK;
-    for (int64_t i = 0; i < index->numel; i++)
-        if (ix[i] < 0 || ix[i] >= a->size)
-            return tg_set_error(TG_ERR_INVALID, "%s: index %lld is out of bounds for dimension "
-                                "%d with size %lld", kind_name[a->kind], (long long)ix[i],
-                                a->dim, (long long)a->size);
-    return TG_OK;
-}
-
-/* One walk over index; parallel unless it writes at x positions along a dim
- * other than the last (rows could then collide). */
-static void walk(const tg_node *n, int mode, void *dst, const void *src)
-{
-    const sg_attr *a = n->attr;
-    walk_ctx c = {.a = a, .mode = mode, .index = n->in[1]->value.data, .dst = dst, .src = src};
-    tg_range_fn fn = TG_DISPATCH(n->value.dtype, walk_rows);
-    bool writes_x = mode != W_GATHER && mode != W_SRC_BWD;
-    if (!a->rows) return;
-    if (writes_x && a->dim != a->rank - 1) fn(&c, 0, a->rows, 0);
-    else tg_parallel_for(a->rows, 1 + 16384 / (a->ishape[a->rank - 1] + 1), fn, &c);
-}
-
-static void add_unmarked(const tg_node *n, void *dx, const void *dy, const unsigned char *mark)
-{
-    walk_ctx c = {.a = n->attr, .dst = dx, .src = dy, .mark = mark};
-    tg_parallel_for(n->value.numel, 16384, TG_DISPATCH(n->value.dtype, add_unmarked), &c);
-}
-
-/* forward:
- *   gather:      y[p] = x[p with p[dim] := index[p]]                 // y: index.shape
- *   scatter:     y = x;  y[p with p[dim] := index[p]] = src[p]       // y: x.shape
- *   scatter_add: y = x;  y[p with p[dim] := index[p]] += src[p]      */
-static tg_status sg_forward(tg_node *n)
-{
-    const sg_attr *a = n->attr;
-    tg_status st = check_values(n);
-    if (st) return st;
-    const tg_tensor *x = &n->in[0]->value;
-    if (a->kind == K_GATHER) {
-        walk(n, W_GATHER, n->value.data, x->data);
-        return TG_OK;
-    }
-    memcpy(n->value.data, x->data, (size_t)x->numel * tg_dtype_size(x->dtype));
-    if (a->kind == K_SCATTER) walk(n, W_SCATTER, n->value.data, n->in[2]->value.data);
-    else if (a->kind == K_SCATTER_VALUE) walk(n, W_VALUE, n->value.data, NULL);
-    else walk(n, W_ADD, n->value.data, n->in[2]->value.data);
-    return TG_OK;
-}
-
-/* backward:
- *   gather:      dx[p with p[dim] := index[p]] += dy[p]   (a scatter_add of dy)
- *   scatter:     dx += dy with the written positions zeroed;  dsrc[p] += dy[p with ...]
- *   scatter_add: dx += dy;                                    dsrc[p] += dy[p with ...] */
-static tg_status sg_backward(tg_node *n)
-{
-    const sg_attr *a = n->attr;
-    tg_node *x = n->in[0], *src = n->n_in > 2 ? n->in[2] : NULL;
-    tg_status st = check_values(n);
-    if (st) return st;
-    if (a->kind == K_GATHER) {
-        if (x->requires_grad) walk(n, W_GATHER_BWD, x->grad.data, n->grad.data);
-        return TG_OK;
-    }
-    if (x->requires_grad) {
-        unsigned char *mark = NULL;
-        if (a->kind != K_SCATTER_ADD) {
-            mark = tg_graph_scratch(n->graph);                   /* [x.numel] */
-            memset(mark, 0, (size_t)x->value.numel);
-            walk(n, W_MARK, mark, NULL);
-        }
-        add_unmarked(n, x->grad.data, n->grad.data, mark);
-    }
-    if (src && src->requires_grad) walk(n, W_SRC_BWD, src->grad.data, n->grad.data);
-    return TG_OK;
-}
-
-static void sg_describe(const tg_node *n, char *buf, size_t len)
-{
-    const sg_attr *a = n->attr;
-    if (a->kind == K_SCATTER_VALUE) snprintf(buf, len, "dim=%d value=%g", a->dim, a->value);
-    else snprintf(buf, len, "dim=%d", a->dim);
-}
-
-static const tg_op op_gather = {.name = "gather", .forward = sg_forward,
-                                .backward = sg_backward, .describe = sg_describe};
-static const tg_op op_scatter = {.name = "scatter", .forward = sg_forward,
-                                 .backward = sg_backward, .describe = sg_describe};
-static const tg_op op_scatter_add = {.name = "scatter_add", .forward = sg_forward,
-                                     .backward = sg_backward, .describe = sg_describe};
+/* ---- builder ---- */
 
 /* A tensor's shape with a 0-d tensor read as [1]. */
 static void eff_shape(const tg_tensor *t, int64_t *shape)
@@ -344,6 +190,110 @@ tg_node *tg_scatter_add(tg_graph *g, tg_node *x, int dim, tg_node *index, tg_nod
     return build(g, K_SCATTER_ADD, x, dim, index, src, 0);
 }
 
+/* ---- forward ---- */
+
+static const char *const kind_name[] = {"gather", "scatter", "scatter", "scatter_add"};
+
+/* Every index value in [0, size(dim)), or TG_ERR_INVALID naming the first bad one. */
+static tg_status check_values(const tg_node *n)
+{
+    const sg_attr *a = n->attr;
+    const tg_tensor *index = &n->in[1]->value;
+    const int64_t *ix = index->data;
+    if (!a->rows) return TG_OK;
+    for (int64_t i = 0; i < index->numel; i++)
+        if (ix[i] < 0 || ix[i] >= a->size)
+            return tg_set_error(TG_ERR_INVALID, "%s: index %lld is out of bounds for dimension "
+                                "%d with size %lld", kind_name[a->kind], (long long)ix[i],
+                                a->dim, (long long)a->size);
+    return TG_OK;
+}
+
+/* One walk over index; parallel unless it writes at x positions along a dim
+ * other than the last (rows could then collide). */
+static void walk(const tg_node *n, int mode, void *dst, const void *src)
+{
+    const sg_attr *a = n->attr;
+    walk_ctx c = {.a = a, .mode = mode, .index = n->in[1]->value.data, .dst = dst, .src = src};
+    tg_range_fn fn = TG_DISPATCH(n->value.dtype, walk_rows);
+    bool writes_x = mode != W_GATHER && mode != W_SRC_BWD;
+    if (!a->rows) return;
+    if (writes_x && a->dim != a->rank - 1) fn(&c, 0, a->rows, 0);
+    else tg_parallel_for(a->rows, 1 + 16384 / (a->ishape[a->rank - 1] + 1), fn, &c);
+}
+
+/* forward:
+ *   gather:      y[p] = x[p with p[dim] := index[p]]                 // y: index.shape
+ *   scatter:     y = x;  y[p with p[dim] := index[p]] = src[p]       // y: x.shape
+ *   scatter_add: y = x;  y[p with p[dim] := index[p]] += src[p]      */
+static tg_status sg_forward(tg_node *n)
+{
+    const sg_attr *a = n->attr;
+    tg_status st = check_values(n);
+    if (st) return st;
+    const tg_tensor *x = &n->in[0]->value;
+    if (a->kind == K_GATHER) {
+        walk(n, W_GATHER, n->value.data, x->data);
+        return TG_OK;
+    }
+    memcpy(n->value.data, x->data, (size_t)x->numel * tg_dtype_size(x->dtype));
+    if (a->kind == K_SCATTER) walk(n, W_SCATTER, n->value.data, n->in[2]->value.data);
+    else if (a->kind == K_SCATTER_VALUE) walk(n, W_VALUE, n->value.data, NULL);
+    else walk(n, W_ADD, n->value.data, n->in[2]->value.data);
+    return TG_OK;
+}
+
+/* ---- backward ---- */
+
+static void add_unmarked(const tg_node *n, void *dx, const void *dy, const unsigned char *mark)
+{
+    walk_ctx c = {.a = n->attr, .dst = dx, .src = dy, .mark = mark};
+    tg_parallel_for(n->value.numel, 16384, TG_DISPATCH(n->value.dtype, add_unmarked), &c);
+}
+
+/* backward:
+ *   gather:      dx[p with p[dim] := index[p]] += dy[p]   (a scatter_add of dy)
+ *   scatter:     dx += dy with the written positions zeroed;  dsrc[p] += dy[p with ...]
+ *   scatter_add: dx += dy;                                    dsrc[p] += dy[p with ...] */
+static tg_status sg_backward(tg_node *n)
+{
+    const sg_attr *a = n->attr;
+    tg_node *x = n->in[0], *src = n->n_in > 2 ? n->in[2] : NULL;
+    tg_status st = check_values(n);
+    if (st) return st;
+    if (a->kind == K_GATHER) {
+        if (x->requires_grad) walk(n, W_GATHER_BWD, x->grad.data, n->grad.data);
+        return TG_OK;
+    }
+    if (x->requires_grad) {
+        unsigned char *mark = NULL;
+        if (a->kind != K_SCATTER_ADD) {
+            mark = tg_graph_scratch(n->graph);                   /* [x.numel] */
+            memset(mark, 0, (size_t)x->value.numel);
+            walk(n, W_MARK, mark, NULL);
+        }
+        add_unmarked(n, x->grad.data, n->grad.data, mark);
+    }
+    if (src && src->requires_grad) walk(n, W_SRC_BWD, src->grad.data, n->grad.data);
+    return TG_OK;
+}
+
+/* ---- descriptors ---- */
+
+static void sg_describe(const tg_node *n, char *buf, size_t len)
+{
+    const sg_attr *a = n->attr;
+    if (a->kind == K_SCATTER_VALUE) snprintf(buf, len, "dim=%d value=%g", a->dim, a->value);
+    else snprintf(buf, len, "dim=%d", a->dim);
+}
+
+static const tg_op op_gather = {.name = "gather", .forward = sg_forward,
+                                .backward = sg_backward, .describe = sg_describe};
+static const tg_op op_scatter = {.name = "scatter", .forward = sg_forward,
+                                 .backward = sg_backward, .describe = sg_describe};
+static const tg_op op_scatter_add = {.name = "scatter_add", .forward = sg_forward,
+                                     .backward = sg_backward, .describe = sg_describe};
+
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
 #include "registry_internal.h"
@@ -398,5 +348,77 @@ const tg_op_def tg__scatter_ops[] = {
      "dim=0;[4,3];i64[3,3];[3,3]", "dim=0;[4,3];i64[3];[3,3]", NULL},
     {0}
 };
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "scatter.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "scatter.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+/* rows [begin, end) of index; see the walk modes for what moves where.
+ * Offsets: io into index.shape (index, gather's y, gather's dy), xo into
+ * x.shape (x, dx, scatter's y and dy), so into src.shape (src, dsrc). */
+static void TG_F(walk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const walk_ctx *c = vctx;
+    const sg_attr *a = c->a;
+    const int64_t *I = c->index;
+    TG_T *dst = c->dst;
+    const TG_T *src = c->src;
+    unsigned char *mark = c->dst;
+    const TG_T value = (TG_T)a->value;
+    int last = a->rank - 1;
+    int64_t inner = a->ishape[last], xd = a->xdim_stride;
+    tg__iter it;
+    tg__iter_init(&it, a->rank, a->ishape, a->istride, a->xstride, a->sstride);
+    tg__iter_seek(&it, begin);
+    int64_t xl = it.stride[1][last], sl = it.stride[2][last];
+    (void)tid;
+    for (int64_t r = begin; r < end; r++, tg__iter_next_row(&it)) {
+        const int64_t *ix = I + it.off[0];
+        int64_t io = it.off[0], xo = it.off[1], so = it.off[2];
+        switch (c->mode) {
+        case W_GATHER:      /* y[io] = x[xo] */
+            for (int64_t i = 0; i < inner; i++) dst[io + i] = src[xo + i * xl + ix[i] * xd];
+            break;
+        case W_GATHER_BWD:  /* dx[xo] += dy[io] */
+            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] += src[io + i];
+            break;
+        case W_SCATTER:     /* y[xo] = src[so] */
+            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] = src[so + i * sl];
+            break;
+        case W_VALUE:       /* y[xo] = value */
+            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] = value;
+            break;
+        case W_ADD:         /* y[xo] += src[so] */
+            for (int64_t i = 0; i < inner; i++) dst[xo + i * xl + ix[i] * xd] += src[so + i * sl];
+            break;
+        case W_MARK:        /* mark[xo] = 1 (positions scatter wrote) */
+            for (int64_t i = 0; i < inner; i++) mark[xo + i * xl + ix[i] * xd] = 1;
+            break;
+        default:            /* W_SRC_BWD: dsrc[so] += dy[xo] */
+            for (int64_t i = 0; i < inner; i++) dst[so + i * sl] += src[xo + i * xl + ix[i] * xd];
+            break;
+        }
+    }
+}
+
+/* dx[i] += mark[i] ? 0 : dy[i] over x (mark NULL: everywhere) */
+static void TG_F(add_unmarked)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const walk_ctx *c = vctx;
+    TG_T *dx = c->dst;
+    const TG_T *dy = c->src;
+    const unsigned char *mark = c->mark;
+    (void)tid;
+    for (int64_t i = begin; i < end; i++)
+        if (!mark || !mark[i]) dx[i] += dy[i];
+}
 
 #endif

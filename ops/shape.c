@@ -1,20 +1,17 @@
 /*
  * shape.c - reshape (a view) and permute (a strided copy).
+ *
+ * Reading order: for each op its builder, its forward and backward (reshape,
+ * a view, has none), its descriptor; the registry rows last.
  */
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "shape.h"
 
+static const tg_op op_reshape, op_permute;   /* the descriptors, after each op's backward */
+
 /* ---- reshape: a view, so the engine does no work at all ---- */
-
-static void reshape_describe(const tg_node *n, char *buf, size_t len)
-{
-    tg_shape_str(n->value.rank, n->value.shape, buf, len);
-}
-
-static const tg_op op_reshape = {.name = "reshape", .describe = reshape_describe,
-                                 .flags = TG_OP_VIEW};
 
 tg_node *tg_reshape(tg_graph *g, tg_node *x, int rank, const int64_t *shape)
 {
@@ -52,9 +49,56 @@ tg_node *tg_reshape(tg_graph *g, tg_node *x, int rank, const int64_t *shape)
     return tg_node_new(g, &op_reshape, 1, &x, x->value.dtype, rank, out);
 }
 
+static void reshape_describe(const tg_node *n, char *buf, size_t len)
+{
+    tg_shape_str(n->value.rank, n->value.shape, buf, len);
+}
+
+static const tg_op op_reshape = {.name = "reshape", .describe = reshape_describe,
+                                 .flags = TG_OP_VIEW};
+
 /* ---- permute ---- */
 
 typedef struct { int perm[TG_MAX_RANK]; int64_t xstride[TG_MAX_RANK]; } permute_attr;
+
+tg_node *tg_permute(tg_graph *g, tg_node *x, const int *perm)
+{
+    if (!tg_builder_check(g, "permute", 1, &x)) return NULL;
+    const tg_tensor *v = &x->value;
+    if (v->rank && !perm) return tg_graph_fail(g, "permute: perm is NULL");
+    permute_attr at;
+    bool seen[TG_MAX_RANK] = {false};
+    int64_t shape[TG_MAX_RANK], xs[TG_MAX_RANK];
+    tg__strides(v->rank, v->shape, xs);
+    for (int i = 0; i < v->rank; i++) {
+        int d;
+        if (!tg__dim(g, "permute", perm[i], v->rank, &d)) return NULL;
+        if (seen[d]) return tg_graph_fail(g, "permute: repeated dim %d in the permutation", d);
+        seen[d] = true;
+        at.perm[i] = d;
+        shape[i] = v->shape[d];
+        at.xstride[i] = xs[d];
+    }
+    tg_node *n = tg_node_new(g, &op_permute, 1, &x, v->dtype, v->rank, shape);
+    permute_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    *a = at;
+    return n;
+}
+
+tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1)
+{
+    if (!tg_builder_check(g, "transpose", 1, &x)) return NULL;
+    int r = x->value.rank, d0, d1, perm[TG_MAX_RANK];
+    if (!tg__dim(g, "transpose", dim0, r, &d0) || !tg__dim(g, "transpose", dim1, r, &d1))
+        return NULL;
+    for (int i = 0; i < r; i++) perm[i] = i;
+    if (r) {
+        perm[d0] = d1;
+        perm[d1] = d0;
+    }
+    return tg_permute(g, x, perm);
+}
 
 /* Walk the output in order; operand 1 follows the input through its strides. */
 static void permute_walk(tg_node *n, bool backward)
@@ -122,45 +166,6 @@ static void permute_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
                                  .backward = permute_backward, .describe = permute_describe,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
-
-tg_node *tg_permute(tg_graph *g, tg_node *x, const int *perm)
-{
-    if (!tg_builder_check(g, "permute", 1, &x)) return NULL;
-    const tg_tensor *v = &x->value;
-    if (v->rank && !perm) return tg_graph_fail(g, "permute: perm is NULL");
-    permute_attr at;
-    bool seen[TG_MAX_RANK] = {false};
-    int64_t shape[TG_MAX_RANK], xs[TG_MAX_RANK];
-    tg__strides(v->rank, v->shape, xs);
-    for (int i = 0; i < v->rank; i++) {
-        int d;
-        if (!tg__dim(g, "permute", perm[i], v->rank, &d)) return NULL;
-        if (seen[d]) return tg_graph_fail(g, "permute: repeated dim %d in the permutation", d);
-        seen[d] = true;
-        at.perm[i] = d;
-        shape[i] = v->shape[d];
-        at.xstride[i] = xs[d];
-    }
-    tg_node *n = tg_node_new(g, &op_permute, 1, &x, v->dtype, v->rank, shape);
-    permute_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
-    if (!a) return NULL;
-    *a = at;
-    return n;
-}
-
-tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1)
-{
-    if (!tg_builder_check(g, "transpose", 1, &x)) return NULL;
-    int r = x->value.rank, d0, d1, perm[TG_MAX_RANK];
-    if (!tg__dim(g, "transpose", dim0, r, &d0) || !tg__dim(g, "transpose", dim1, r, &d1))
-        return NULL;
-    for (int i = 0; i < r; i++) perm[i] = i;
-    if (r) {
-        perm[d0] = d1;
-        perm[d1] = d0;
-    }
-    return tg_permute(g, x, perm);
-}
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -1,68 +1,26 @@
 /*
  * optim.c - SGD, Adam and AdamW exactly as torch.optim (1.13, for-loop
  * implementation), in the parameters' own precision.
+ *
+ * Reading order (engine/generic.h): the optimizer (creation, step,
+ * accessors), gradient clipping and the learning-rate schedules; then the
+ * update kernels, written once and compiled for float and double at the end
+ * of the file.
  */
-#ifdef TG_KERNELS
-#include "generic.h"
-
-/* torch.optim.SGD:
- *   g = grad + wd * p
- *   buf = g (first step) | momentum * buf + (1 - dampening) * g
- *   g = g + momentum * buf (nesterov) | buf
- *   p -= lr * g */
-static void TG_F(sgd_update)(const tg_optim_config *c, double lr, bool first, tg_param *p)
-{
-    TG_T *w = p->value.data, *buf = p->state[0].data;
-    const TG_T *gr = p->grad.data;
-    const TG_T wd = (TG_T)c->weight_decay, mom = (TG_T)c->momentum, damp = (TG_T)c->dampening;
-    for (int64_t i = 0; i < p->value.numel; i++) {
-        TG_T g = gr[i];
-        if (c->weight_decay != 0) g += wd * w[i];
-        if (c->momentum != 0) {
-            buf[i] = first ? g : mom * buf[i] + (1 - damp) * g;
-            g = c->nesterov ? g + mom * buf[i] : buf[i];
-        }
-        w[i] -= (TG_T)lr * g;
-    }
-}
-
-/* torch.optim.Adam / AdamW (t = step count after increment):
- *   AdamW: p *= 1 - lr * wd            Adam: g = grad + wd * p
- *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
- *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
-static void TG_F(adam_update)(const tg_optim_config *c, double lr, int64_t t, tg_param *p)
-{
-    TG_T *w = p->value.data, *m = p->state[0].data, *v = p->state[1].data;
-    const TG_T *gr = p->grad.data;
-    const double bc1 = 1 - pow(c->beta1, (double)t), bc2 = 1 - pow(c->beta2, (double)t);
-    const TG_T step = (TG_T)(lr / bc1), bc2s = (TG_T)sqrt(bc2), eps = (TG_T)c->eps;
-    const TG_T b1 = (TG_T)c->beta1, b2 = (TG_T)c->beta2, wd = (TG_T)c->weight_decay;
-    const TG_T decay = (TG_T)(1 - lr * c->weight_decay);
-    const bool adamw = c->kind == TG_OPTIM_ADAMW;
-    for (int64_t i = 0; i < p->value.numel; i++) {
-        TG_T g = gr[i];
-        if (adamw) w[i] *= decay;
-        else if (c->weight_decay != 0) g += wd * w[i];
-        m[i] = m[i] * b1 + g * (1 - b1);
-        v[i] = v[i] * b2 + g * g * (1 - b2);
-        w[i] += -step * (m[i] / (TG_M(sqrt)(v[i]) / bc2s + eps));
-    }
-}
-
-#else
+#ifndef TG_KERNELS /* ============================ the optimizers proper */
 
 #include <math.h>
 #include <string.h>
 
 #include "internal.h"
 #include "optim.h"
+#include "generic.h"
 
-#define TG_KERNELS 32
-#include "optim.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "optim.c"
-#undef TG_KERNELS
+/* the update kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, sgd_update, (const tg_optim_config *c, double lr, bool first,
+                                         tg_param *p));
+TG_KERNEL_DECL(static void, adam_update, (const tg_optim_config *c, double lr, int64_t t,
+                                          tg_param *p));
 
 struct tg_optim {
     tg_params      *ps;
@@ -268,6 +226,62 @@ double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64
                (1 + cos(3.14159265358979323846 * (double)(step - warmup) / (double)(total - warmup)));
     default:
         return lr0;
+    }
+}
+
+/* ---- the update kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "optim.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "optim.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+/* torch.optim.SGD:
+ *   g = grad + wd * p
+ *   buf = g (first step) | momentum * buf + (1 - dampening) * g
+ *   g = g + momentum * buf (nesterov) | buf
+ *   p -= lr * g */
+static void TG_F(sgd_update)(const tg_optim_config *c, double lr, bool first, tg_param *p)
+{
+    TG_T *w = p->value.data, *buf = p->state[0].data;
+    const TG_T *gr = p->grad.data;
+    const TG_T wd = (TG_T)c->weight_decay, mom = (TG_T)c->momentum, damp = (TG_T)c->dampening;
+    for (int64_t i = 0; i < p->value.numel; i++) {
+        TG_T g = gr[i];
+        if (c->weight_decay != 0) g += wd * w[i];
+        if (c->momentum != 0) {
+            buf[i] = first ? g : mom * buf[i] + (1 - damp) * g;
+            g = c->nesterov ? g + mom * buf[i] : buf[i];
+        }
+        w[i] -= (TG_T)lr * g;
+    }
+}
+
+/* torch.optim.Adam / AdamW (t = step count after increment):
+ *   AdamW: p *= 1 - lr * wd            Adam: g = grad + wd * p
+ *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
+static void TG_F(adam_update)(const tg_optim_config *c, double lr, int64_t t, tg_param *p)
+{
+    TG_T *w = p->value.data, *m = p->state[0].data, *v = p->state[1].data;
+    const TG_T *gr = p->grad.data;
+    const double bc1 = 1 - pow(c->beta1, (double)t), bc2 = 1 - pow(c->beta2, (double)t);
+    const TG_T step = (TG_T)(lr / bc1), bc2s = (TG_T)sqrt(bc2), eps = (TG_T)c->eps;
+    const TG_T b1 = (TG_T)c->beta1, b2 = (TG_T)c->beta2, wd = (TG_T)c->weight_decay;
+    const TG_T decay = (TG_T)(1 - lr * c->weight_decay);
+    const bool adamw = c->kind == TG_OPTIM_ADAMW;
+    for (int64_t i = 0; i < p->value.numel; i++) {
+        TG_T g = gr[i];
+        if (adamw) w[i] *= decay;
+        else if (c->weight_decay != 0) g += wd * w[i];
+        m[i] = m[i] * b1 + g * (1 - b1);
+        v[i] = v[i] * b2 + g * g * (1 - b2);
+        w[i] += -step * (m[i] / (TG_M(sqrt)(v[i]) / bc2s + eps));
     }
 }
 
