@@ -10,104 +10,24 @@
  * does not depend on the thread count, and the backward regenerates it from
  * the key instead of storing a byte per element. Keep probability is 1 - p to
  * within 2^-32. PyTorch's bit stream is not reproduced, only the distribution.
+ *
+ * Reading order (engine/generic.h): builder, forward and backward, the
+ * descriptor and registry row, then the portable kernels for float and
+ * double at the end. Float32 in MASK mode goes to the AVX2 kernel of
+ * ops/simd/vec_dropout.c when tg__vec_on() (chosen in drop_run below); the
+ * portable kernels stay the reference (TG_NO_SIMD=1) and the F64 path.
  */
-#ifdef TG_KERNELS
-#include "generic.h"
-
-typedef struct TG_F(drop_ctx) {
-    tg_node *n;
-    int      mode;
-    bool     fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
-    bool     vec;     /* F32 with the AVX2 kernel (tg__vec_dropout) */
-    TG_T     scale;
-    uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
-} TG_F(drop_ctx);
-
-/* forward: y = x * keep * scale, drawing keep  (COPY: y = x;  ZERO: y = x * 0) */
-static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const TG_F(drop_ctx) *c = vctx;
-    const TG_T *x = c->n->in[0]->value.data;     /* [numel] */
-    TG_T *y = c->n->value.data;                  /* [numel] */
-    const TG_T scale = c->scale;
-    (void)tid;
-#if TG_KERNELS == 32 && TG_VEC
-    if (c->mode == DROP_MASK && c->vec && c->threshold < ((uint64_t)1 << 32)) {
-        tg__vec_dropout(x + begin, y + begin, end - begin, begin, c->key, c->threshold, scale, 0);
-        return;
-    }
-#endif
-    switch (c->mode) {
-    case DROP_COPY:   /* nothing to do when the plan put y in x's memory */
-        if (y != x) memcpy(y + begin, x + begin, (size_t)(end - begin) * sizeof *y);
-        break;
-    case DROP_ZERO:
-        for (int64_t i = begin; i < end; i++) y[i] = x[i] * (TG_T)0;
-        break;
-    default:
-        for (int64_t i = begin; i < end; i++)
-            y[i] = x[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
-        break;
-    }
-}
-
-/* backward: dx += dy * keep * scale, the keep of the forward's key, redrawn */
-static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const TG_F(drop_ctx) *c = vctx;
-    const TG_T *dy = c->n->grad.data;            /* [numel] */
-    TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
-    const TG_T scale = c->scale;
-    const bool fresh = c->fresh;   /* dx = 0 + ..., not read */
-    (void)tid;
-#if TG_KERNELS == 32 && TG_VEC
-    if (c->mode == DROP_MASK && c->vec && c->threshold < ((uint64_t)1 << 32)) {
-        tg__vec_dropout(dy + begin, dx + begin, end - begin, begin, c->key, c->threshold, scale,
-                        fresh ? 2 : 1);
-        return;
-    }
-#endif
-    switch (c->mode) {
-    case DROP_COPY:
-        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i];
-        break;
-    case DROP_ZERO:
-        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i] * (TG_T)0;
-        break;
-    default:
-        for (int64_t i = begin; i < end; i++)
-            dx[i] = (fresh ? 0 : dx[i]) +
-                    dy[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
-        break;
-    }
-}
-
-static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
-                           uint64_t threshold, bool backward)
-{
-    TG_F(drop_ctx) c = {n, mode, backward && tg_grad_fresh(n, 0), TG_KERNELS == 32 && tg__vec_on(),
-                        (TG_T)scale, key, threshold};
-    tg_parallel_for(n->value.numel, 16384,
-                    backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
-}
-
-#else /* ---------------------------------------------------- the op proper */
+#ifndef TG_KERNELS /* ====================================== the op proper */
 
 #include <math.h>
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "dropout.h"
+#include "generic.h"
 #include "simd/vec.h"
 
 enum { DROP_COPY, DROP_ZERO, DROP_MASK };
-
-#define TG_KERNELS 32
-#include "dropout.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "dropout.c"
-#undef TG_KERNELS
 
 typedef struct {
     double p;
@@ -117,41 +37,13 @@ typedef struct {
     uint64_t threshold;   /* p * 2^32, rounded up: a draw below it is dropped */
 } drop_attr;
 
-static tg_status drop_forward(tg_node *n)
-{
-    drop_attr *a = n->attr;
-    uint64_t key = 0;
-    if (!tg_graph_training(n->graph) || a->p == 0) {
-        a->mode = DROP_COPY;
-    } else if (a->p == 1) {
-        a->mode = DROP_ZERO;
-    } else {
-        /* keep ~ Bernoulli(1 - p), drawn with the apply */
-        a->mode = DROP_MASK;
-        key = tg_rng_next(tg_graph_rng(n->graph));
-    }
-    a->key = key;
-    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, key, a->threshold, false);
-    return TG_OK;
-}
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, drop_run, (tg_node *n, int mode, double scale, uint64_t key,
+                                       uint64_t threshold, bool backward));
 
-static tg_status drop_backward(tg_node *n)
-{
-    const drop_attr *a = n->attr;
-    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, a->key, a->threshold, true);
-    return TG_OK;
-}
+static const tg_op op_dropout;   /* the descriptor, after the backward */
 
-static void drop_describe(const tg_node *n, char *buf, size_t len)
-{
-    snprintf(buf, len, "p=%g", ((const drop_attr *)n->attr)->p);
-}
-
-static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
-                                 .backward = drop_backward, .describe = drop_describe,
-                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY |
-                                          TG_OP_FWD_INPLACE};
+/* ---- builder ---- */
 
 tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
 {
@@ -169,6 +61,93 @@ tg_node *tg_dropout(tg_graph *g, tg_node *x, double p)
     at->threshold = (uint64_t)ceil(p * 4294967296.0);   /* in [0, 2^32] */
     return n;
 }
+
+/* ---- forward and backward ----
+ * Float32 in MASK mode with the vector path on: ops/simd/vec_dropout.c over
+ * each range; otherwise the portable kernels below. */
+
+#if TG_VEC
+typedef struct {
+    tg_node *n;
+    bool     fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+    float    scale;
+    uint64_t key, threshold;   /* the forward's key; keep when bits >= threshold */
+} drop_vec_ctx;
+
+/* forward: y = x * keep * scale, drawing keep */
+static void drop_vec_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const drop_vec_ctx *c = vctx;
+    const float *x = c->n->in[0]->value.data;     /* [numel] */
+    float *y = c->n->value.data;                  /* [numel] */
+    (void)tid;
+    tg__vec_dropout(x + begin, y + begin, end - begin, begin, c->key, c->threshold, c->scale, 0);
+}
+
+/* backward: dx += dy * keep * scale, the keep of the forward's key, redrawn */
+static void drop_vec_backward_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const drop_vec_ctx *c = vctx;
+    const float *dy = c->n->grad.data;            /* [numel] */
+    float *dx = c->n->in[0]->grad.data;           /* [numel] */
+    (void)tid;
+    tg__vec_dropout(dy + begin, dx + begin, end - begin, begin, c->key, c->threshold, c->scale,
+                    c->fresh ? 2 : 1);
+}
+#endif
+
+static void drop_run(tg_node *n, const drop_attr *a, bool backward)
+{
+#if TG_VEC
+    if (a->mode == DROP_MASK && n->value.dtype == TG_F32 && tg__vec_on() &&
+        a->threshold < ((uint64_t)1 << 32)) {
+        drop_vec_ctx c = {n, backward && tg_grad_fresh(n, 0), (float)a->scale, a->key,
+                          a->threshold};
+        tg_parallel_for(n->value.numel, 16384,
+                        backward ? drop_vec_backward_range : drop_vec_forward_range, &c);
+        return;
+    }
+#endif
+    TG_DISPATCH(n->value.dtype, drop_run)(n, a->mode, a->scale, a->key, a->threshold, backward);
+}
+
+static tg_status drop_forward(tg_node *n)
+{
+    drop_attr *a = n->attr;
+    uint64_t key = 0;
+    if (!tg_graph_training(n->graph) || a->p == 0) {
+        a->mode = DROP_COPY;
+    } else if (a->p == 1) {
+        a->mode = DROP_ZERO;
+    } else {
+        /* keep ~ Bernoulli(1 - p), drawn with the apply */
+        a->mode = DROP_MASK;
+        key = tg_rng_next(tg_graph_rng(n->graph));
+    }
+    a->key = key;
+    drop_run(n, a, false);
+    return TG_OK;
+}
+
+static tg_status drop_backward(tg_node *n)
+{
+    const drop_attr *a = n->attr;
+    drop_run(n, a, true);
+    return TG_OK;
+}
+
+/* ---- descriptor ---- */
+
+static void drop_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "p=%g", ((const drop_attr *)n->attr)->p);
+}
+
+static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
+                                 .backward = drop_backward, .describe = drop_describe,
+                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
+                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY |
+                                          TG_OP_FWD_INPLACE};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
@@ -192,5 +171,79 @@ const tg_op_def tg__dropout_ops[] = {
      "p=0.4;[5,6]", "p=1.5;[3]", NULL},
     {0}
 };
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "dropout.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "dropout.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+typedef struct TG_F(drop_ctx) {
+    tg_node *n;
+    int      mode;
+    bool     fresh;   /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+    TG_T     scale;
+    uint64_t key, threshold;   /* MASK: the forward's key; keep when bits >= threshold */
+} TG_F(drop_ctx);
+
+/* forward: y = x * keep * scale, drawing keep  (COPY: y = x;  ZERO: y = x * 0) */
+static void TG_F(drop_forward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(drop_ctx) *c = vctx;
+    const TG_T *x = c->n->in[0]->value.data;     /* [numel] */
+    TG_T *y = c->n->value.data;                  /* [numel] */
+    const TG_T scale = c->scale;
+    (void)tid;
+    switch (c->mode) {
+    case DROP_COPY:   /* nothing to do when the plan put y in x's memory */
+        if (y != x) memcpy(y + begin, x + begin, (size_t)(end - begin) * sizeof *y);
+        break;
+    case DROP_ZERO:
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] * (TG_T)0;
+        break;
+    default:
+        for (int64_t i = begin; i < end; i++)
+            y[i] = x[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
+        break;
+    }
+}
+
+/* backward: dx += dy * keep * scale, the keep of the forward's key, redrawn */
+static void TG_F(drop_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(drop_ctx) *c = vctx;
+    const TG_T *dy = c->n->grad.data;            /* [numel] */
+    TG_T *dx = c->n->in[0]->grad.data;           /* [numel] */
+    const TG_T scale = c->scale;
+    const bool fresh = c->fresh;   /* dx = 0 + ..., not read */
+    (void)tid;
+    switch (c->mode) {
+    case DROP_COPY:
+        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i];
+        break;
+    case DROP_ZERO:
+        for (int64_t i = begin; i < end; i++) dx[i] = (fresh ? 0 : dx[i]) + dy[i] * (TG_T)0;
+        break;
+    default:
+        for (int64_t i = begin; i < end; i++)
+            dx[i] = (fresh ? 0 : dx[i]) +
+                    dy[i] * (tg__drop_bits(c->key, i) >= c->threshold ? scale : (TG_T)0);
+        break;
+    }
+}
+
+static void TG_F(drop_run)(tg_node *n, int mode, double scale, uint64_t key,
+                           uint64_t threshold, bool backward)
+{
+    TG_F(drop_ctx) c = {n, mode, backward && tg_grad_fresh(n, 0), (TG_T)scale, key, threshold};
+    tg_parallel_for(n->value.numel, 16384,
+                    backward ? TG_F(drop_backward_range) : TG_F(drop_forward_range), &c);
+}
 
 #endif

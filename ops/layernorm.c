@@ -6,200 +6,26 @@
  * for blocks of rows through tg_parallel_for; the per-row mean and rstd are
  * saved (double) for the backward. dgamma / dbeta are sums over rows, done by
  * a second pass: partial sums over fixed blocks of rows in parallel, added up
- * in block order, so the sums do not depend on the thread count. F32 goes to
- * the AVX2 versions of the three loops (ops/simd/vec_layernorm.c) when tg__vec_on(); the
- * portable code below stays the reference (TG_NO_SIMD=1) and the F64 path.
+ * in block order, so the sums do not depend on the thread count.
+ *
+ * Reading order (engine/generic.h): builder, forward, backward, the
+ * descriptor and registry row, then the portable kernels for float and
+ * double at the end. F32 goes to the AVX2 versions of the three row loops
+ * (ops/simd/vec_layernorm.c) when tg__vec_on(): the same passes, written for
+ * float in the op proper (ln_vec_*); the portable kernels stay the reference
+ * (TG_NO_SIMD=1) and the F64 path.
  * Not here: RMSNorm, batch/group norm.
  */
-#ifdef TG_KERNELS
-#include "generic.h"
-
-/* forward of one row:
- *   mean = sum(x) / N,  var = sum((x - mean)^2) / N     (two passes, double)
- *   rstd = 1 / sqrt(var + eps)
- *   y    = (x - mean) * rstd * gamma + beta             (gamma, beta optional) */
-static void TG_F(ln_row_forward)(const TG_T *x, TG_T *y, const TG_T *gamma, const TG_T *beta,
-                                 int64_t N, double eps, double *mean_out, double *rstd_out)
-{
-    double s = 0, v = 0;
-    for (int64_t i = 0; i < N; i++) s += x[i];
-    double mean = s / (double)N;
-    for (int64_t i = 0; i < N; i++) {
-        double d = (double)x[i] - mean;
-        v += d * d;
-    }
-    double rstd = 1.0 / sqrt(v / (double)N + eps);
-    *mean_out = mean;
-    *rstd_out = rstd;
-    TG_T m = (TG_T)mean, r = (TG_T)rstd;
-    for (int64_t i = 0; i < N; i++) {
-        TG_T xh = (x[i] - m) * r;
-        if (gamma) xh *= gamma[i];
-        y[i] = beta ? xh + beta[i] : xh;
-    }
-}
-
-/* backward of one row, forward was y = xhat * gamma + beta, xhat = (x - mean) * rstd:
- *   g  = dy * gamma                      (dy without affine)
- *   dx += rstd * (g - mean(g) - xhat * mean(g * xhat))      (means in double) */
-static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const TG_T *gamma,
-                                  int64_t N, double mean, double rstd, bool fresh)
-{
-    double sg = 0, sgx = 0;
-    TG_T m = (TG_T)mean, r = (TG_T)rstd;
-    for (int64_t i = 0; i < N; i++) {
-        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
-        TG_T xh = (x[i] - m) * r;
-        sg += g;
-        sgx += (double)g * (double)xh;
-    }
-    TG_T mg = (TG_T)(sg / (double)N), mgx = (TG_T)(sgx / (double)N);
-    for (int64_t i = 0; i < N; i++) {
-        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
-        TG_T xh = (x[i] - m) * r;
-        dx[i] = (fresh ? 0 : dx[i]) + r * (g - mg - xh * mgx);
-    }
-}
-
-typedef struct TG_F(ln_ctx) {
-    tg_node *n;
-    const TG_T *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
-    TG_T *y, *dx;                        /* [R, N] */
-    double *mean, *rstd;                 /* [R] */
-    double *acc_g;                       /* scratch: per row block, dgamma and dbeta sums
-                                          * [blocks, 2, N] (the parameter pass) */
-    int64_t R, N;
-    double eps;
-    bool vec;                            /* F32 with the vector kernels */
-    bool fresh;                          /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
-} TG_F(ln_ctx);
-
-static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const TG_F(ln_ctx) *c = vctx;
-    (void)tid;
-#if TG_KERNELS == 32 && TG_VEC
-    if (c->vec) {
-        for (int64_t r = begin; r < end; r++)
-            tg__vec_ln_row(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
-                           &c->mean[r], &c->rstd[r]);
-        return;
-    }
-#endif
-    for (int64_t r = begin; r < end; r++)
-        TG_F(ln_row_forward)(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
-                             &c->mean[r], &c->rstd[r]);
-}
-
-static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const TG_F(ln_ctx) *c = vctx;
-    (void)tid;
-#if TG_KERNELS == 32 && TG_VEC
-    if (c->vec) {
-        for (int64_t r = begin; r < end; r++)
-            tg__vec_ln_row_backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                                    c->N, c->mean[r], c->rstd[r], c->fresh);
-        return;
-    }
-#endif
-    for (int64_t r = begin; r < end; r++)
-        TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                              c->N, c->mean[r], c->rstd[r], c->fresh);
-}
-
-/* Row block k (LN_PARAM_ROWS rows) of the parameter gradients' sums, into its
- * own partials acc_g + 2 N k (dgamma) and + N (dbeta):
- *   sum_r dy[r, j] * xhat[r, j]  and  sum_r dy[r, j]  (double)
- * The blocks are fixed by R alone, so the result does not depend on threads. */
-static void TG_F(ln_param_blocks)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const TG_F(ln_ctx) *c = vctx;
-    const int64_t N = c->N;
-    (void)tid;
-    for (int64_t k = begin; k < end; k++) {
-        double *ag = c->acc_g + 2 * N * k, *ab = ag + N;
-        for (int64_t j = 0; j < N; j++) ag[j] = ab[j] = 0;
-        const int64_t r1 = (k + 1) * LN_PARAM_ROWS < c->R ? (k + 1) * LN_PARAM_ROWS : c->R;
-        for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
-            const TG_T *x = c->x + r * N, *dy = c->dy + r * N;
-            double m = c->mean[r], rs = c->rstd[r];
-#if TG_KERNELS == 32 && TG_VEC
-            if (c->vec) {   /* the same double arithmetic, 4 columns at a time */
-                tg__vec_ln_param_row(x, dy, m, rs, ag, ab, N);
-                continue;
-            }
-#endif
-            for (int64_t j = 0; j < N; j++) {
-                ag[j] += (double)dy[j] * (((double)x[j] - m) * rs);
-                ab[j] += dy[j];
-            }
-        }
-    }
-}
-
-static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
-{
-    const tg_tensor *x = &n->in[0]->value;
-    TG_F(ln_ctx) c = {.n = n, .x = x->data, .y = n->value.data,
-                      .gamma = wi >= 0 ? n->in[wi]->value.data : NULL,
-                      .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
-                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
-                      .eps = eps, .vec = TG_KERNELS == 32 && tg__vec_on()};
-    if (c.N == 0) return;
-    tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_forward_rows), &c);
-}
-
-static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
-{
-    const tg_tensor *x = &n->in[0]->value;
-    tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
-    TG_F(ln_ctx) c = {.n = n, .x = x->data, .dy = n->grad.data,
-                      .gamma = w ? w->value.data : NULL,
-                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
-                      .vec = TG_KERNELS == 32 && tg__vec_on()};
-    if (c.N == 0) return;
-    if (n->in[0]->requires_grad) {
-        c.dx = n->in[0]->grad.data;
-        c.fresh = tg_grad_fresh(n, 0);
-        tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_backward_rows), &c);
-    }
-    bool dw = w && w->requires_grad, db = b && b->requires_grad;
-    if (!dw && !db) return;
-    /* partial sums per block of rows, in parallel; then added up in block order */
-    const int64_t blocks = (c.R + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS;
-    c.acc_g = tg_graph_scratch(n->graph);   /* [blocks, 2, N] */
-    tg_parallel_for(blocks, 1 + 65536 / (LN_PARAM_ROWS * c.N), TG_F(ln_param_blocks), &c);
-    TG_T *dg = dw ? w->grad.data : NULL, *dbeta = db ? b->grad.data : NULL;
-    for (int64_t j = 0; j < c.N; j++) {
-        double sg = 0, sb = 0;
-        for (int64_t k = 0; k < blocks; k++) {
-            sg += c.acc_g[2 * c.N * k + j];
-            sb += c.acc_g[2 * c.N * k + c.N + j];
-        }
-        if (dg) dg[j] += (TG_T)sg;
-        if (dbeta) dbeta[j] += (TG_T)sb;
-    }
-}
-
-#else /* ---------------------------------------------------- the op proper */
+#ifndef TG_KERNELS /* ====================================== the op proper */
 
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "layernorm.h"
+#include "generic.h"
 #include "simd/vec.h"
 
 #define LN_PARAM_ROWS 256   /* rows per partial sum of dgamma / dbeta */
-
-#define TG_KERNELS 32
-#include "layernorm.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "layernorm.c"
-#undef TG_KERNELS
 
 typedef struct {
     int     n_norm;
@@ -208,33 +34,15 @@ typedef struct {
     double  eps;
 } ln_attr;
 
-static tg_status ln_forward(tg_node *n)
-{
-    const ln_attr *a = n->attr;
-    TG_DISPATCH(n->value.dtype, ln_forward)(n, a->wi, a->bi, a->eps);
-    return TG_OK;
-}
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, ln_forward, (tg_node *n, int wi, int bi, double eps));
+TG_KERNEL_DECL(static void, ln_backward, (tg_node *n, int wi, int bi));
+TG_KERNEL_DECL(static void, ln_param_sums, (void *vdg, void *vdbeta, const double *acc_g,
+                                            int64_t blocks, int64_t N));
 
-static tg_status ln_backward(tg_node *n)
-{
-    const ln_attr *a = n->attr;
-    TG_DISPATCH(n->value.dtype, ln_backward)(n, a->wi, a->bi);
-    return TG_OK;
-}
+static const tg_op op_layer_norm;   /* the descriptor, after the backward */
 
-static void ln_describe(const tg_node *n, char *buf, size_t len)
-{
-    const ln_attr *a = n->attr;
-    char s[160];
-    snprintf(buf, len, "normalized_shape=%s eps=%g%s", tg_shape_str(a->n_norm, a->shape, s, sizeof s),
-             a->eps, a->wi < 0 && a->bi < 0 ? " no affine" : "");
-}
-
-static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
-                                    .backward = ln_backward, .describe = ln_describe,
-                                    /* reads x, gamma, mean, rstd; cheap to redo */
-                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE |
-                                             TG_OP_BWD_FRESH};
+/* ---- builder ---- */
 
 /* weight / bias must have exactly normalized_shape */
 static bool ln_check_param(tg_graph *g, tg_node *p, const char *what, int n_norm,
@@ -303,6 +111,145 @@ tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *norma
     return n;
 }
 
+/* ---- forward ----
+ * Float32 with the vector path on: the passes of the portable kernels, each
+ * row through ops/simd/vec_layernorm.c (the same calls with the same
+ * arguments, in the same order); otherwise the portable kernels below. */
+
+#if TG_VEC
+typedef struct {
+    const float *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
+    float *y, *dx;                        /* [R, N] */
+    double *mean, *rstd;                  /* [R] */
+    double *acc_g;                        /* scratch: per row block, dgamma and dbeta sums
+                                           * [blocks, 2, N] (the parameter pass) */
+    int64_t R, N;
+    double eps;
+    bool fresh;                           /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+} ln_vec_ctx;
+
+static void ln_vec_forward_rows(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const ln_vec_ctx *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        tg__vec_ln_row(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
+                       &c->mean[r], &c->rstd[r]);
+}
+
+static void ln_vec_forward(tg_node *n, int wi, int bi, double eps)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    ln_vec_ctx c = {.x = x->data, .y = n->value.data,
+                    .gamma = wi >= 0 ? n->in[wi]->value.data : NULL,
+                    .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
+                    .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                    .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
+                    .eps = eps};
+    if (c.N == 0) return;
+    tg_parallel_for(c.R, 1 + 16384 / c.N, ln_vec_forward_rows, &c);
+}
+#endif
+
+static tg_status ln_forward(tg_node *n)
+{
+    const ln_attr *a = n->attr;
+#if TG_VEC
+    if (n->value.dtype == TG_F32 && tg__vec_on()) {
+        ln_vec_forward(n, a->wi, a->bi, a->eps);
+        return TG_OK;
+    }
+#endif
+    TG_DISPATCH(n->value.dtype, ln_forward)(n, a->wi, a->bi, a->eps);
+    return TG_OK;
+}
+
+/* ---- backward ----
+ * Float32 with the vector path on: as the forward, the portable passes with
+ * ops/simd/vec_layernorm.c's rows, then the portable block-order sum. */
+
+#if TG_VEC
+static void ln_vec_backward_rows(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const ln_vec_ctx *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        tg__vec_ln_row_backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
+                                c->N, c->mean[r], c->rstd[r], c->fresh);
+}
+
+/* the portable ln_param_blocks, each row's sums by the vector kernel */
+static void ln_vec_param_blocks(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const ln_vec_ctx *c = vctx;
+    const int64_t N = c->N;
+    (void)tid;
+    for (int64_t k = begin; k < end; k++) {
+        double *ag = c->acc_g + 2 * N * k, *ab = ag + N;
+        for (int64_t j = 0; j < N; j++) ag[j] = ab[j] = 0;
+        const int64_t r1 = (k + 1) * LN_PARAM_ROWS < c->R ? (k + 1) * LN_PARAM_ROWS : c->R;
+        for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
+            const float *x = c->x + r * N, *dy = c->dy + r * N;
+            double m = c->mean[r], rs = c->rstd[r];
+            /* the same double arithmetic, 4 columns at a time */
+            tg__vec_ln_param_row(x, dy, m, rs, ag, ab, N);
+        }
+    }
+}
+
+static void ln_vec_backward(tg_node *n, int wi, int bi)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
+    ln_vec_ctx c = {.x = x->data, .dy = n->grad.data,
+                    .gamma = w ? w->value.data : NULL,
+                    .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                    .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
+    if (c.N == 0) return;
+    if (n->in[0]->requires_grad) {
+        c.dx = n->in[0]->grad.data;
+        c.fresh = tg_grad_fresh(n, 0);
+        tg_parallel_for(c.R, 1 + 16384 / c.N, ln_vec_backward_rows, &c);
+    }
+    bool dw = w && w->requires_grad, db = b && b->requires_grad;
+    if (!dw && !db) return;
+    /* partial sums per block of rows, in parallel; then added up in block order */
+    const int64_t blocks = (c.R + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS;
+    c.acc_g = tg_graph_scratch(n->graph);   /* [blocks, 2, N] */
+    tg_parallel_for(blocks, 1 + 65536 / (LN_PARAM_ROWS * c.N), ln_vec_param_blocks, &c);
+    ln_param_sums_f32(dw ? w->grad.data : NULL, db ? b->grad.data : NULL, c.acc_g, blocks, c.N);
+}
+#endif
+
+static tg_status ln_backward(tg_node *n)
+{
+    const ln_attr *a = n->attr;
+#if TG_VEC
+    if (n->value.dtype == TG_F32 && tg__vec_on()) {
+        ln_vec_backward(n, a->wi, a->bi);
+        return TG_OK;
+    }
+#endif
+    TG_DISPATCH(n->value.dtype, ln_backward)(n, a->wi, a->bi);
+    return TG_OK;
+}
+
+/* ---- descriptor ---- */
+
+static void ln_describe(const tg_node *n, char *buf, size_t len)
+{
+    const ln_attr *a = n->attr;
+    char s[160];
+    snprintf(buf, len, "normalized_shape=%s eps=%g%s", tg_shape_str(a->n_norm, a->shape, s, sizeof s),
+             a->eps, a->wi < 0 && a->bi < 0 ? " no affine" : "");
+}
+
+static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
+                                    .backward = ln_backward, .describe = ln_describe,
+                                    /* reads x, gamma, mean, rstd; cheap to redo */
+                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE |
+                                             TG_OP_BWD_FRESH};
+
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
 #include "registry_internal.h"
@@ -326,5 +273,172 @@ const tg_op_def tg__layernorm_ops[] = {
      "normalized_shape=[4];[3,4];[4];[4]", "normalized_shape=[5];[3,4]", NULL},
     {0}
 };
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "layernorm.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "layernorm.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+/* forward of one row:
+ *   mean = sum(x) / N,  var = sum((x - mean)^2) / N     (two passes, double)
+ *   rstd = 1 / sqrt(var + eps)
+ *   y    = (x - mean) * rstd * gamma + beta             (gamma, beta optional) */
+static void TG_F(ln_row_forward)(const TG_T *x, TG_T *y, const TG_T *gamma, const TG_T *beta,
+                                 int64_t N, double eps, double *mean_out, double *rstd_out)
+{
+    double s = 0, v = 0;
+    for (int64_t i = 0; i < N; i++) s += x[i];
+    double mean = s / (double)N;
+    for (int64_t i = 0; i < N; i++) {
+        double d = (double)x[i] - mean;
+        v += d * d;
+    }
+    double rstd = 1.0 / sqrt(v / (double)N + eps);
+    *mean_out = mean;
+    *rstd_out = rstd;
+    TG_T m = (TG_T)mean, r = (TG_T)rstd;
+    for (int64_t i = 0; i < N; i++) {
+        TG_T xh = (x[i] - m) * r;
+        if (gamma) xh *= gamma[i];
+        y[i] = beta ? xh + beta[i] : xh;
+    }
+}
+
+/* backward of one row, forward was y = xhat * gamma + beta, xhat = (x - mean) * rstd:
+ *   g  = dy * gamma                      (dy without affine)
+ *   dx += rstd * (g - mean(g) - xhat * mean(g * xhat))      (means in double) */
+static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const TG_T *gamma,
+                                  int64_t N, double mean, double rstd, bool fresh)
+{
+    double sg = 0, sgx = 0;
+    TG_T m = (TG_T)mean, r = (TG_T)rstd;
+    for (int64_t i = 0; i < N; i++) {
+        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
+        TG_T xh = (x[i] - m) * r;
+        sg += g;
+        sgx += (double)g * (double)xh;
+    }
+    TG_T mg = (TG_T)(sg / (double)N), mgx = (TG_T)(sgx / (double)N);
+    for (int64_t i = 0; i < N; i++) {
+        TG_T g = gamma ? dy[i] * gamma[i] : dy[i];
+        TG_T xh = (x[i] - m) * r;
+        dx[i] = (fresh ? 0 : dx[i]) + r * (g - mg - xh * mgx);
+    }
+}
+
+typedef struct TG_F(ln_ctx) {
+    tg_node *n;
+    const TG_T *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
+    TG_T *y, *dx;                        /* [R, N] */
+    double *mean, *rstd;                 /* [R] */
+    double *acc_g;                       /* scratch: per row block, dgamma and dbeta sums
+                                          * [blocks, 2, N] (the parameter pass) */
+    int64_t R, N;
+    double eps;
+    bool fresh;                          /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+} TG_F(ln_ctx);
+
+static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        TG_F(ln_row_forward)(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
+                             &c->mean[r], &c->rstd[r]);
+}
+
+static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    (void)tid;
+    for (int64_t r = begin; r < end; r++)
+        TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
+                              c->N, c->mean[r], c->rstd[r], c->fresh);
+}
+
+/* Row block k (LN_PARAM_ROWS rows) of the parameter gradients' sums, into its
+ * own partials acc_g + 2 N k (dgamma) and + N (dbeta):
+ *   sum_r dy[r, j] * xhat[r, j]  and  sum_r dy[r, j]  (double)
+ * The blocks are fixed by R alone, so the result does not depend on threads. */
+static void TG_F(ln_param_blocks)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(ln_ctx) *c = vctx;
+    const int64_t N = c->N;
+    (void)tid;
+    for (int64_t k = begin; k < end; k++) {
+        double *ag = c->acc_g + 2 * N * k, *ab = ag + N;
+        for (int64_t j = 0; j < N; j++) ag[j] = ab[j] = 0;
+        const int64_t r1 = (k + 1) * LN_PARAM_ROWS < c->R ? (k + 1) * LN_PARAM_ROWS : c->R;
+        for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
+            const TG_T *x = c->x + r * N, *dy = c->dy + r * N;
+            double m = c->mean[r], rs = c->rstd[r];
+            for (int64_t j = 0; j < N; j++) {
+                ag[j] += (double)dy[j] * (((double)x[j] - m) * rs);
+                ab[j] += dy[j];
+            }
+        }
+    }
+}
+
+/* The blocks' partial sums added up in block order (acc_g [blocks, 2, N]):
+ *   dgamma[j] += sum_k acc_g[k, 0, j],  dbeta[j] += sum_k acc_g[k, 1, j]
+ * (each NULL when not wanted); the vector path of the op proper uses it too. */
+static void TG_F(ln_param_sums)(void *vdg, void *vdbeta, const double *acc_g, int64_t blocks,
+                                int64_t N)
+{
+    TG_T *dg = vdg, *dbeta = vdbeta;
+    for (int64_t j = 0; j < N; j++) {
+        double sg = 0, sb = 0;
+        for (int64_t k = 0; k < blocks; k++) {
+            sg += acc_g[2 * N * k + j];
+            sb += acc_g[2 * N * k + N + j];
+        }
+        if (dg) dg[j] += (TG_T)sg;
+        if (dbeta) dbeta[j] += (TG_T)sb;
+    }
+}
+
+static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    TG_F(ln_ctx) c = {.n = n, .x = x->data, .y = n->value.data,
+                      .gamma = wi >= 0 ? n->in[wi]->value.data : NULL,
+                      .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
+                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
+                      .eps = eps};
+    if (c.N == 0) return;
+    tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_forward_rows), &c);
+}
+
+static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
+{
+    const tg_tensor *x = &n->in[0]->value;
+    tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
+    TG_F(ln_ctx) c = {.n = n, .x = x->data, .dy = n->grad.data,
+                      .gamma = w ? w->value.data : NULL,
+                      .mean = n->buf[0].data, .rstd = n->buf[1].data,
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
+    if (c.N == 0) return;
+    if (n->in[0]->requires_grad) {
+        c.dx = n->in[0]->grad.data;
+        c.fresh = tg_grad_fresh(n, 0);
+        tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_backward_rows), &c);
+    }
+    bool dw = w && w->requires_grad, db = b && b->requires_grad;
+    if (!dw && !db) return;
+    /* partial sums per block of rows, in parallel; then added up in block order */
+    const int64_t blocks = (c.R + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS;
+    c.acc_g = tg_graph_scratch(n->graph);   /* [blocks, 2, N] */
+    tg_parallel_for(blocks, 1 + 65536 / (LN_PARAM_ROWS * c.N), TG_F(ln_param_blocks), &c);
+    TG_F(ln_param_sums)(dw ? w->grad.data : NULL, db ? b->grad.data : NULL, c.acc_g, blocks, c.N);
+}
 
 #endif
