@@ -9,63 +9,19 @@
  * split is a list of narrows. "take" = slice or index_select: output row i
  * along dim comes from input row src(i) = start + i * step, or index[i].
  * Not here: views with strides (tgraph has none), negative steps, gather.
+ *
+ * Reading order (engine/generic.h): the builders, the forwards, the
+ * backwards, the descriptors and registry rows (cat first, then the take
+ * ops in each), then the portable backward kernels for float and double at
+ * the end.
  */
-#ifdef TG_KERNELS
-#include "generic.h"
-
-/* backward of cat: forward was y[o, off_k + j] = x_k[o, j] (rows of blk_k
- * elements), so dx_k[o, j] += dy[o, off_k + j] */
-static void TG_F(cat_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const cat_ctx *c = vctx;
-    const tg_node *n = c->n;
-    const TG_T *dy = n->grad.data;   /* [outer, row] */
-    (void)tid;
-    for (int64_t o = begin; o < end; o++) {
-        int64_t off = 0;
-        for (int k = 0; k < n->n_in; k++) {
-            int64_t blk = n->in[k]->value.numel / c->outer;
-            if (n->in[k]->requires_grad) {
-                TG_T *dx = (TG_T *)n->in[k]->grad.data + o * blk;   /* [outer, blk] */
-                const TG_T *g = dy + o * c->row + off;
-                for (int64_t j = 0; j < blk; j++) dx[j] += g[j];
-            }
-            off += blk;
-        }
-    }
-}
-
-/* backward of take: forward was y[o, i, :] = x[o, src(i), :], so
- * dx[o, src(i), :] += dy[o, i, :]; repeated src(i) sum (serial in i). */
-static void TG_F(take_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const take_ctx *c = vctx;
-    const TG_T *dy = c->n->grad.data;       /* [outer, len, inner] */
-    TG_T *dx = c->n->in[0]->grad.data;      /* [outer, size, inner] */
-    (void)tid;
-    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
-        const int64_t run = c->len * c->inner;
-        for (int64_t o = begin; o < end; o++) {
-            TG_T *d = dx + (o * c->size + c->start) * c->inner;
-            const TG_T *g = dy + o * run;
-            for (int64_t k = 0; k < run; k++) d[k] += g[k];
-        }
-        return;
-    }
-    for (int64_t o = begin; o < end; o++)
-        for (int64_t i = 0; i < c->len; i++) {
-            TG_T *d = dx + (o * c->size + take_src(c, i)) * c->inner;
-            const TG_T *g = dy + (o * c->len + i) * c->inner;
-            for (int64_t k = 0; k < c->inner; k++) d[k] += g[k];
-        }
-}
-
-#else /* ---------------------------------------------------- the ops proper */
+#ifndef TG_KERNELS /* ===================================== the ops proper */
 
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "concat.h"
+#include "generic.h"
 
 typedef struct { const tg_node *n; int64_t outer, row; } cat_ctx;
 
@@ -81,75 +37,23 @@ static inline int64_t take_src(const take_ctx *c, int64_t i)
     return c->idx ? c->idx[i] : c->start + i * c->step;
 }
 
-#define TG_KERNELS 32
-#include "concat.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "concat.c"
-#undef TG_KERNELS
-
-/* prod(shape[from..to)) */
-static int64_t prod(const int64_t *shape, int from, int to)
-{
-    int64_t p = 1;
-    for (int d = from; d < to; d++) p *= shape[d];
-    return p;
-}
-
-static int64_t grain_rows(int64_t row_elems) { return 1 + 16384 / (row_elems ? row_elems : 1); }
-
-/* ------------------------------------------------------------------- cat */
-
 typedef struct { int dim; } cat_attr;
 
-/* forward: y[o, :] = concat_k x_k[o, :]   (x_k: [outer, blk_k], y: [outer, row]) */
-static void cat_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const cat_ctx *c = vctx;
-    const tg_node *n = c->n;
-    size_t es = tg_dtype_size(n->value.dtype);
-    (void)tid;
-    for (int64_t o = begin; o < end; o++) {
-        char *y = (char *)n->value.data + (size_t)(o * c->row) * es;
-        for (int k = 0; k < n->n_in; k++) {
-            size_t blk = (size_t)(n->in[k]->value.numel / c->outer) * es;
-            memcpy(y, (const char *)n->in[k]->value.data + (size_t)o * blk, blk);
-            y += blk;
-        }
-    }
-}
+typedef struct {
+    int     dim;
+    int64_t start, stop, step;   /* slice (stop: for messages) */
+} take_attr;
 
-static cat_ctx cat_setup(const tg_node *n)
-{
-    const cat_attr *a = n->attr;
-    cat_ctx c = {n, prod(n->value.shape, 0, a->dim), 0};
-    c.row = c.outer ? n->value.numel / c.outer : 0;
-    return c;
-}
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, cat_backward_range, (void *vctx, int64_t begin, int64_t end, int tid));
+TG_KERNEL_DECL(static void, take_backward_range, (void *vctx, int64_t begin, int64_t end, int tid));
 
-static tg_status cat_forward(tg_node *n)
-{
-    cat_ctx c = cat_setup(n);
-    if (n->value.numel) tg_parallel_for(c.outer, grain_rows(c.row), cat_forward_range, &c);
-    return TG_OK;
-}
+/* the descriptors, after the backwards */
+static const tg_op op_cat;
+static const tg_op op_slice;
+static const tg_op op_index_select;
 
-static tg_status cat_backward(tg_node *n)
-{
-    cat_ctx c = cat_setup(n);
-    if (n->value.numel)
-        tg_parallel_for(c.outer, grain_rows(c.row),
-                        TG_DISPATCH(n->value.dtype, cat_backward_range), &c);
-    return TG_OK;
-}
-
-static void cat_describe(const tg_node *n, char *buf, size_t len)
-{
-    snprintf(buf, len, "dim=%d", ((const cat_attr *)n->attr)->dim);
-}
-
-static const tg_op op_cat = {.name = "cat", .forward = cat_forward, .backward = cat_backward,
-                             .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+/* ---- builders ---- */
 
 tg_node *tg_concat(tg_graph *g, int n, tg_node *const *xs, int64_t dim)
 {
@@ -191,107 +95,6 @@ tg_node *tg_concat(tg_graph *g, int n, tg_node *const *xs, int64_t dim)
     at->dim = d;
     return y;
 }
-
-/* ------------------------------------------- take: slice and index_select */
-
-typedef struct {
-    int     dim;
-    int64_t start, stop, step;   /* slice (stop: for messages) */
-} take_attr;
-
-static take_ctx take_setup(const tg_node *n)
-{
-    const take_attr *a = n->attr;
-    const tg_tensor *x = &n->in[0]->value;
-    take_ctx c = {.n = n, .start = a->start, .step = a->step,
-                  .outer = prod(x->shape, 0, a->dim), .size = x->shape[a->dim],
-                  .len = n->value.shape[a->dim], .inner = prod(x->shape, a->dim + 1, x->rank)};
-    if (n->n_in == 2) c.idx = n->in[1]->value.data;
-    return c;
-}
-
-/* forward: y[o, i, :] = x[o, src(i), :]   (x: [outer, size, inner], y: [outer, len, inner]) */
-static void take_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const take_ctx *c = vctx;
-    size_t es = tg_dtype_size(c->n->value.dtype), blk = (size_t)c->inner * es;
-    const char *x = c->n->in[0]->value.data;
-    char *y = c->n->value.data;
-    (void)tid;
-    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
-        const size_t run = (size_t)c->len * blk;
-        for (int64_t o = begin; o < end; o++)
-            memcpy(y + (size_t)o * run, x + (size_t)(o * c->size + c->start) * blk, run);
-        return;
-    }
-    /* single elements (inner = 1): plain loads and stores, not a memcpy each */
-#define TAKE_ELEMENTS(U)                                                                   \
-    do {                                                                                   \
-        const U *xs = (const void *)x;                                                     \
-        U *ys = (void *)y;                                                                 \
-        for (int64_t o = begin; o < end; o++)                                              \
-            for (int64_t i = 0; i < c->len; i++)                                           \
-                ys[o * c->len + i] = xs[o * c->size + take_src(c, i)];                     \
-    } while (0)
-    if (blk == sizeof(uint32_t)) {
-        TAKE_ELEMENTS(uint32_t);
-        return;
-    }
-    if (blk == sizeof(uint64_t)) {
-        TAKE_ELEMENTS(uint64_t);
-        return;
-    }
-#undef TAKE_ELEMENTS
-    for (int64_t o = begin; o < end; o++)
-        for (int64_t i = 0; i < c->len; i++)
-            memcpy(y + (size_t)(o * c->len + i) * blk,
-                   x + (size_t)(o * c->size + take_src(c, i)) * blk, blk);
-}
-
-static tg_status take_forward(tg_node *n)
-{
-    take_ctx c = take_setup(n);
-    if (c.idx) {   /* index values are data: check them before reading x with them */
-        for (int64_t i = 0; i < c.len; i++)
-            if (c.idx[i] < 0 || c.idx[i] >= c.size)
-                return tg_set_error(TG_ERR_INVALID, "index_select: index out of range in self: "
-                                    "index[%lld] = %lld is not in [0, %lld) (dim %d of size %lld)",
-                                    (long long)i, (long long)c.idx[i], (long long)c.size,
-                                    ((const take_attr *)n->attr)->dim, (long long)c.size);
-    }
-    if (n->value.numel)
-        tg_parallel_for(c.outer, grain_rows(c.len * c.inner), take_forward_range, &c);
-    return TG_OK;
-}
-
-static tg_status take_backward(tg_node *n)
-{
-    take_ctx c = take_setup(n);
-    if (n->value.numel)
-        tg_parallel_for(c.outer, grain_rows(c.len * c.inner),
-                        TG_DISPATCH(n->value.dtype, take_backward_range), &c);
-    return TG_OK;
-}
-
-static void slice_describe(const tg_node *n, char *buf, size_t len)
-{
-    const take_attr *a = n->attr;
-    snprintf(buf, len, "dim=%d %lld:%lld:%lld", a->dim, (long long)a->start, (long long)a->stop,
-             (long long)a->step);
-}
-
-static const tg_op op_slice = {.name = "slice", .forward = take_forward,
-                               .backward = take_backward, .describe = slice_describe,
-                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
-static void index_select_describe(const tg_node *n, char *buf, size_t len)
-{
-    snprintf(buf, len, "dim=%d", ((const take_attr *)n->attr)->dim);
-}
-
-static const tg_op op_index_select = {.name = "index_select", .forward = take_forward,
-                                      .backward = take_backward,
-                                      .describe = index_select_describe,
-                                      .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the index */
 
 /* the slice [start, stop) with step on a dim already checked; start/stop in [0, size] */
 static tg_node *make_slice(tg_graph *g, tg_node *x, int d, int64_t start, int64_t stop,
@@ -418,6 +221,165 @@ tg_node *tg_index_select(tg_graph *g, tg_node *x, int64_t dim, tg_node *index)
     return y;
 }
 
+/* ---- forward ---- */
+
+/* prod(shape[from..to)) */
+static int64_t prod(const int64_t *shape, int from, int to)
+{
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= shape[d];
+    return p;
+}
+
+static int64_t grain_rows(int64_t row_elems) { return 1 + 16384 / (row_elems ? row_elems : 1); }
+
+/* forward: y[o, :] = concat_k x_k[o, :]   (x_k: [outer, blk_k], y: [outer, row]) */
+static void cat_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const cat_ctx *c = vctx;
+    const tg_node *n = c->n;
+    size_t es = tg_dtype_size(n->value.dtype);
+    (void)tid;
+    for (int64_t o = begin; o < end; o++) {
+        char *y = (char *)n->value.data + (size_t)(o * c->row) * es;
+        for (int k = 0; k < n->n_in; k++) {
+            size_t blk = (size_t)(n->in[k]->value.numel / c->outer) * es;
+            memcpy(y, (const char *)n->in[k]->value.data + (size_t)o * blk, blk);
+            y += blk;
+        }
+    }
+}
+
+static cat_ctx cat_setup(const tg_node *n)
+{
+    const cat_attr *a = n->attr;
+    cat_ctx c = {n, prod(n->value.shape, 0, a->dim), 0};
+    c.row = c.outer ? n->value.numel / c.outer : 0;
+    return c;
+}
+
+static tg_status cat_forward(tg_node *n)
+{
+    cat_ctx c = cat_setup(n);
+    if (n->value.numel) tg_parallel_for(c.outer, grain_rows(c.row), cat_forward_range, &c);
+    return TG_OK;
+}
+
+static take_ctx take_setup(const tg_node *n)
+{
+    const take_attr *a = n->attr;
+    const tg_tensor *x = &n->in[0]->value;
+    take_ctx c = {.n = n, .start = a->start, .step = a->step,
+                  .outer = prod(x->shape, 0, a->dim), .size = x->shape[a->dim],
+                  .len = n->value.shape[a->dim], .inner = prod(x->shape, a->dim + 1, x->rank)};
+    if (n->n_in == 2) c.idx = n->in[1]->value.data;
+    return c;
+}
+
+/* forward: y[o, i, :] = x[o, src(i), :]   (x: [outer, size, inner], y: [outer, len, inner]) */
+static void take_forward_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const take_ctx *c = vctx;
+    size_t es = tg_dtype_size(c->n->value.dtype), blk = (size_t)c->inner * es;
+    const char *x = c->n->in[0]->value.data;
+    char *y = c->n->value.data;
+    (void)tid;
+    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
+        const size_t run = (size_t)c->len * blk;
+        for (int64_t o = begin; o < end; o++)
+            memcpy(y + (size_t)o * run, x + (size_t)(o * c->size + c->start) * blk, run);
+        return;
+    }
+    /* single elements (inner = 1): plain loads and stores, not a memcpy each */
+#define TAKE_ELEMENTS(U)                                                                   \
+    do {                                                                                   \
+        const U *xs = (const void *)x;                                                     \
+        U *ys = (void *)y;                                                                 \
+        for (int64_t o = begin; o < end; o++)                                              \
+            for (int64_t i = 0; i < c->len; i++)                                           \
+                ys[o * c->len + i] = xs[o * c->size + take_src(c, i)];                     \
+    } while (0)
+    if (blk == sizeof(uint32_t)) {
+        TAKE_ELEMENTS(uint32_t);
+        return;
+    }
+    if (blk == sizeof(uint64_t)) {
+        TAKE_ELEMENTS(uint64_t);
+        return;
+    }
+#undef TAKE_ELEMENTS
+    for (int64_t o = begin; o < end; o++)
+        for (int64_t i = 0; i < c->len; i++)
+            memcpy(y + (size_t)(o * c->len + i) * blk,
+                   x + (size_t)(o * c->size + take_src(c, i)) * blk, blk);
+}
+
+static tg_status take_forward(tg_node *n)
+{
+    take_ctx c = take_setup(n);
+    if (c.idx) {   /* index values are data: check them before reading x with them */
+        for (int64_t i = 0; i < c.len; i++)
+            if (c.idx[i] < 0 || c.idx[i] >= c.size)
+                return tg_set_error(TG_ERR_INVALID, "index_select: index out of range in self: "
+                                    "index[%lld] = %lld is not in [0, %lld) (dim %d of size %lld)",
+                                    (long long)i, (long long)c.idx[i], (long long)c.size,
+                                    ((const take_attr *)n->attr)->dim, (long long)c.size);
+    }
+    if (n->value.numel)
+        tg_parallel_for(c.outer, grain_rows(c.len * c.inner), take_forward_range, &c);
+    return TG_OK;
+}
+
+/* ---- backward ---- */
+
+static tg_status cat_backward(tg_node *n)
+{
+    cat_ctx c = cat_setup(n);
+    if (n->value.numel)
+        tg_parallel_for(c.outer, grain_rows(c.row),
+                        TG_DISPATCH(n->value.dtype, cat_backward_range), &c);
+    return TG_OK;
+}
+
+static tg_status take_backward(tg_node *n)
+{
+    take_ctx c = take_setup(n);
+    if (n->value.numel)
+        tg_parallel_for(c.outer, grain_rows(c.len * c.inner),
+                        TG_DISPATCH(n->value.dtype, take_backward_range), &c);
+    return TG_OK;
+}
+
+/* ---- descriptors ---- */
+
+static void cat_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "dim=%d", ((const cat_attr *)n->attr)->dim);
+}
+
+static const tg_op op_cat = {.name = "cat", .forward = cat_forward, .backward = cat_backward,
+                             .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+
+static void slice_describe(const tg_node *n, char *buf, size_t len)
+{
+    const take_attr *a = n->attr;
+    snprintf(buf, len, "dim=%d %lld:%lld:%lld", a->dim, (long long)a->start, (long long)a->stop,
+             (long long)a->step);
+}
+
+static const tg_op op_slice = {.name = "slice", .forward = take_forward,
+                               .backward = take_backward, .describe = slice_describe,
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+static void index_select_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "dim=%d", ((const take_attr *)n->attr)->dim);
+}
+
+static const tg_op op_index_select = {.name = "index_select", .forward = take_forward,
+                                      .backward = take_backward,
+                                      .describe = index_select_describe,
+                                      .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the index */
+
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
 #include "registry_internal.h"
@@ -519,5 +481,64 @@ const tg_op_def tg__concat_ops[] = {
      "dim=1;[2,5];i64[7]", "dim=0;[2,5];i64[2,2]", NULL},
     {0}
 };
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "concat.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "concat.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+/* backward of cat: forward was y[o, off_k + j] = x_k[o, j] (rows of blk_k
+ * elements), so dx_k[o, j] += dy[o, off_k + j] */
+static void TG_F(cat_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const cat_ctx *c = vctx;
+    const tg_node *n = c->n;
+    const TG_T *dy = n->grad.data;   /* [outer, row] */
+    (void)tid;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t off = 0;
+        for (int k = 0; k < n->n_in; k++) {
+            int64_t blk = n->in[k]->value.numel / c->outer;
+            if (n->in[k]->requires_grad) {
+                TG_T *dx = (TG_T *)n->in[k]->grad.data + o * blk;   /* [outer, blk] */
+                const TG_T *g = dy + o * c->row + off;
+                for (int64_t j = 0; j < blk; j++) dx[j] += g[j];
+            }
+            off += blk;
+        }
+    }
+}
+
+/* backward of take: forward was y[o, i, :] = x[o, src(i), :], so
+ * dx[o, src(i), :] += dy[o, i, :]; repeated src(i) sum (serial in i). */
+static void TG_F(take_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const take_ctx *c = vctx;
+    const TG_T *dy = c->n->grad.data;       /* [outer, len, inner] */
+    TG_T *dx = c->n->in[0]->grad.data;      /* [outer, size, inner] */
+    (void)tid;
+    if (!c->idx && c->step == 1) {   /* one contiguous run of len * inner per outer row */
+        const int64_t run = c->len * c->inner;
+        for (int64_t o = begin; o < end; o++) {
+            TG_T *d = dx + (o * c->size + c->start) * c->inner;
+            const TG_T *g = dy + o * run;
+            for (int64_t k = 0; k < run; k++) d[k] += g[k];
+        }
+        return;
+    }
+    for (int64_t o = begin; o < end; o++)
+        for (int64_t i = 0; i < c->len; i++) {
+            TG_T *d = dx + (o * c->size + take_src(c, i)) * c->inner;
+            const TG_T *g = dy + (o * c->len + i) * c->inner;
+            for (int64_t k = 0; k < c->inner; k++) d[k] += g[k];
+        }
+}
 
 #endif

@@ -32,68 +32,20 @@
  *
  * What it is not: no contraction-order optimisation (PyTorch's opt_einsum path);
  * operands are contracted left to right.
+ *
+ * Reading order (engine/generic.h): the builder (the planner, the parser,
+ * then tg_einsum), the forward (running a plan), the backward, the
+ * descriptor and registry row, then the portable REDUCE kernel for float and
+ * double at the end.
  */
-#ifdef TG_KERNELS /* ------------------------------------------------ kernels */
-#include "generic.h"
-
-/* REDUCE, items [begin, end) of the dst dims (dims 0..n_outer-1):
- *   dst[i] (=|+=) sum over dims n_outer..n_dims-1 of src[i, j] */
-static void TG_F(em_reduce_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const em_run *c = vctx;
-    const em_step *st = c->st;
-    const TG_T *src = (const TG_T *)c->a;
-    TG_T *dst = (TG_T *)c->c;
-    int no = st->n_outer, nd = st->n_dims;
-    int64_t idx[EM_MAXL], jdx[EM_MAXL], os = 0, od = 0, r = begin;
-    (void)tid;
-    for (int d = no - 1; d >= 0; d--) {
-        idx[d] = r % st->size[d];
-        r /= st->size[d];
-        os += idx[d] * st->s_a[d];
-        od += idx[d] * st->s_c[d];
-    }
-    for (int64_t it = begin; it < end; it++) {
-        if (nd == no) {
-            if (st->acc) dst[od] += src[os];
-            else dst[od] = src[os];
-        } else {
-            double acc = 0;
-            int64_t off = os, nl = st->size[nd - 1], sl = st->s_a[nd - 1];
-            for (int d = no; d < nd - 1; d++) jdx[d] = 0;
-            for (;;) {
-                const TG_T *p = src + off;
-                for (int64_t k = 0; k < nl; k++) acc += p[k * sl];
-                int d = nd - 2;
-                for (; d >= no; d--) {
-                    off += st->s_a[d];
-                    if (++jdx[d] < st->size[d]) break;
-                    off -= st->s_a[d] * st->size[d];
-                    jdx[d] = 0;
-                }
-                if (d < no) break;
-            }
-            if (st->acc) dst[od] += (TG_T)acc;
-            else dst[od] = (TG_T)acc;
-        }
-        for (int d = no - 1; d >= 0; d--) {
-            os += st->s_a[d];
-            od += st->s_c[d];
-            if (++idx[d] < st->size[d]) break;
-            os -= st->s_a[d] * st->size[d];
-            od -= st->s_c[d] * st->size[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-#else /* ---------------------------------------------- planner and the op */
+#ifndef TG_KERNELS /* ====================================== the op proper */
 
 #include <stdio.h>
 
 #include "ops_internal.h"
 #include "gemm.h"
 #include "einsum.h"
+#include "generic.h"
 
 #define EM_LETTERS 52                    /* label ids 0..51: 'A'-'Z', 'a'-'z' */
 #define EM_MAXL    (EM_LETTERS + TG_MAX_RANK)   /* + one id per ellipsis dim */
@@ -144,116 +96,14 @@ typedef struct {
     char          *a, *b, *c;
 } em_run;
 
-#define TG_KERNELS 32
-#include "einsum.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "einsum.c"
-#undef TG_KERNELS
+/* the portable kernel, float and double (end of this file) */
+TG_KERNEL_DECL(static void, em_reduce_range, (void *vctx, int64_t begin, int64_t end, int tid));
 
-/* ================================================================ running */
+static const tg_op op_einsum;   /* the descriptor, after the backward */
 
-static char *em_ptr(tg_node *n, int ref, int64_t off, size_t es)
-{
-    char *p;
-    if (ref == EM_SCRATCH) p = tg_graph_scratch(n->graph);
-    else if (ref == EM_DY) p = n->grad.data;
-    else if (ref == EM_OUT) p = n->value.data;
-    else if (ref >= EM_GRAD) p = n->in[ref - EM_GRAD]->grad.data;
-    else p = n->in[ref - EM_IN]->value.data;
-    return p ? p + (size_t)off * es : NULL;
-}
-
-/* GEMM over items [begin, end) of the outer loop dims. */
-static void em_gemm_range(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const em_run *c = vctx;
-    const em_step *st = c->st;
-    int64_t idx[EM_MAXL], oa = 0, ob = 0, oc = 0, r = begin;
-    (void)tid;
-    for (int d = st->n_dims - 1; d >= 0; d--) {
-        idx[d] = r % st->size[d];
-        r /= st->size[d];
-        oa += idx[d] * st->s_a[d];
-        ob += idx[d] * st->s_b[d];
-        oc += idx[d] * st->s_c[d];
-    }
-    for (int64_t it = begin; it < end; it++) {
-        tg_gemm_batched(c->dt, st->ta, st->tb, st->batch, st->M, st->N, st->K, 1.0,
-                        c->a + (size_t)oa * c->es, st->lda, st->sa, c->b + (size_t)ob * c->es,
-                        st->ldb, st->sb, st->acc ? 1.0 : 0.0, c->c + (size_t)oc * c->es,
-                        st->ldc, st->sc);
-        for (int d = st->n_dims - 1; d >= 0; d--) {
-            oa += st->s_a[d];
-            ob += st->s_b[d];
-            oc += st->s_c[d];
-            if (++idx[d] < st->size[d]) break;
-            oa -= st->s_a[d] * st->size[d];
-            ob -= st->s_b[d] * st->size[d];
-            oc -= st->s_c[d] * st->size[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-static void em_run_plan(tg_node *n, const em_plan *p, int64_t zero_bytes)
-{
-    tg_dtype dt = n->value.dtype;
-    em_run c = {.dt = dt, .es = tg_dtype_size(dt)};
-    for (int i = 0; i < p->n; i++) {
-        const em_step *st = &p->step[i];
-        c.st = st;
-        c.a = em_ptr(n, st->ra, st->oa, c.es);
-        c.b = em_ptr(n, st->rb, st->ob, c.es);
-        c.c = em_ptr(n, st->rc, st->oc, c.es);
-        int64_t count = 1, work = 1;
-        if (st->kind == EM_ZERO) {
-            if (zero_bytes) memset(c.c, 0, (size_t)zero_bytes);
-        } else if (st->kind == EM_REDUCE) {
-            for (int d = 0; d < st->n_dims; d++) {
-                if (d < st->n_outer) count *= st->size[d];
-                else work *= st->size[d];
-            }
-            tg_parallel_for(count, work >= 8192 ? 1 : 8192 / work,
-                            TG_DISPATCH(dt, em_reduce_range), &c);
-        } else {
-            for (int d = 0; d < st->n_dims; d++) count *= st->size[d];
-            double w = (double)st->batch * (double)st->M * (double)st->N * (double)st->K;
-            work = w > 65536 ? 65536 : (int64_t)w;
-            if (count >= tg_threads_get())   /* parallel over the loop, GEMMs inline */
-                tg_parallel_for(count, work >= 65536 ? 1 : 65536 / (work + 1), em_gemm_range, &c);
-            else                             /* few big GEMMs: each one parallel */
-                em_gemm_range(&c, 0, count, 0);
-        }
-    }
-}
-
-static tg_status einsum_forward(tg_node *n)
-{
-    const einsum_attr *a = n->attr;
-    em_run_plan(n, &a->fwd, a->zero_bytes);
-    return TG_OK;
-}
-
-/* backward, from y = einsum(S_1, .., S_n -> S_out)(A_1, .., A_n):
- *   dA_k += einsum(S_out, S_j (j != k) -> S_k)(dy, A_j (j != k)), with S_k's
- *   diagonal / size-1 broadcast / own-only labels handled by A_k's grad view. */
-static tg_status einsum_backward(tg_node *n)
-{
-    const einsum_attr *a = n->attr;
-    for (int k = 0; k < n->n_in; k++)
-        if (n->in[k]->requires_grad) em_run_plan(n, &a->bwd[k], 0);
-    return TG_OK;
-}
-
-static void einsum_describe(const tg_node *n, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", ((const einsum_attr *)n->attr)->equation);
-}
-
-static const tg_op op_einsum = {.name = "einsum", .forward = einsum_forward,
-                                .backward = einsum_backward, .describe = einsum_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT};
+/* ---- builder ----
+ * The planner's pieces, the parser, then tg_einsum: parse, check, create the
+ * node and compile its plans. */
 
 /* =============================================================== planning */
 
@@ -692,7 +542,7 @@ static void squeeze(em_view *v, bool *zero)
     v->n = k;
 }
 
-/* ================================================================ builder */
+/* ============================================================== tg_einsum */
 
 /* Compile one plan into b->step[from..b->n). */
 static bool plan_forward(em_builder *b, em_eq *e)
@@ -815,6 +665,114 @@ tg_node *tg_einsum(tg_graph *g, const char *equation, int n, tg_node *const *ope
     return node;
 }
 
+/* ---- forward: running a plan (the backward's too) ---- */
+
+static char *em_ptr(tg_node *n, int ref, int64_t off, size_t es)
+{
+    char *p;
+    if (ref == EM_SCRATCH) p = tg_graph_scratch(n->graph);
+    else if (ref == EM_DY) p = n->grad.data;
+    else if (ref == EM_OUT) p = n->value.data;
+    else if (ref >= EM_GRAD) p = n->in[ref - EM_GRAD]->grad.data;
+    else p = n->in[ref - EM_IN]->value.data;
+    return p ? p + (size_t)off * es : NULL;
+}
+
+/* GEMM over items [begin, end) of the outer loop dims. */
+static void em_gemm_range(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const em_run *c = vctx;
+    const em_step *st = c->st;
+    int64_t idx[EM_MAXL], oa = 0, ob = 0, oc = 0, r = begin;
+    (void)tid;
+    for (int d = st->n_dims - 1; d >= 0; d--) {
+        idx[d] = r % st->size[d];
+        r /= st->size[d];
+        oa += idx[d] * st->s_a[d];
+        ob += idx[d] * st->s_b[d];
+        oc += idx[d] * st->s_c[d];
+    }
+    for (int64_t it = begin; it < end; it++) {
+        tg_gemm_batched(c->dt, st->ta, st->tb, st->batch, st->M, st->N, st->K, 1.0,
+                        c->a + (size_t)oa * c->es, st->lda, st->sa, c->b + (size_t)ob * c->es,
+                        st->ldb, st->sb, st->acc ? 1.0 : 0.0, c->c + (size_t)oc * c->es,
+                        st->ldc, st->sc);
+        for (int d = st->n_dims - 1; d >= 0; d--) {
+            oa += st->s_a[d];
+            ob += st->s_b[d];
+            oc += st->s_c[d];
+            if (++idx[d] < st->size[d]) break;
+            oa -= st->s_a[d] * st->size[d];
+            ob -= st->s_b[d] * st->size[d];
+            oc -= st->s_c[d] * st->size[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+static void em_run_plan(tg_node *n, const em_plan *p, int64_t zero_bytes)
+{
+    tg_dtype dt = n->value.dtype;
+    em_run c = {.dt = dt, .es = tg_dtype_size(dt)};
+    for (int i = 0; i < p->n; i++) {
+        const em_step *st = &p->step[i];
+        c.st = st;
+        c.a = em_ptr(n, st->ra, st->oa, c.es);
+        c.b = em_ptr(n, st->rb, st->ob, c.es);
+        c.c = em_ptr(n, st->rc, st->oc, c.es);
+        int64_t count = 1, work = 1;
+        if (st->kind == EM_ZERO) {
+            if (zero_bytes) memset(c.c, 0, (size_t)zero_bytes);
+        } else if (st->kind == EM_REDUCE) {
+            for (int d = 0; d < st->n_dims; d++) {
+                if (d < st->n_outer) count *= st->size[d];
+                else work *= st->size[d];
+            }
+            tg_parallel_for(count, work >= 8192 ? 1 : 8192 / work,
+                            TG_DISPATCH(dt, em_reduce_range), &c);
+        } else {
+            for (int d = 0; d < st->n_dims; d++) count *= st->size[d];
+            double w = (double)st->batch * (double)st->M * (double)st->N * (double)st->K;
+            work = w > 65536 ? 65536 : (int64_t)w;
+            if (count >= tg_threads_get())   /* parallel over the loop, GEMMs inline */
+                tg_parallel_for(count, work >= 65536 ? 1 : 65536 / (work + 1), em_gemm_range, &c);
+            else                             /* few big GEMMs: each one parallel */
+                em_gemm_range(&c, 0, count, 0);
+        }
+    }
+}
+
+static tg_status einsum_forward(tg_node *n)
+{
+    const einsum_attr *a = n->attr;
+    em_run_plan(n, &a->fwd, a->zero_bytes);
+    return TG_OK;
+}
+
+/* ---- backward ---- */
+
+/* backward, from y = einsum(S_1, .., S_n -> S_out)(A_1, .., A_n):
+ *   dA_k += einsum(S_out, S_j (j != k) -> S_k)(dy, A_j (j != k)), with S_k's
+ *   diagonal / size-1 broadcast / own-only labels handled by A_k's grad view. */
+static tg_status einsum_backward(tg_node *n)
+{
+    const einsum_attr *a = n->attr;
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k]->requires_grad) em_run_plan(n, &a->bwd[k], 0);
+    return TG_OK;
+}
+
+/* ---- descriptor ---- */
+
+static void einsum_describe(const tg_node *n, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", ((const einsum_attr *)n->attr)->equation);
+}
+
+static const tg_op op_einsum = {.name = "einsum", .forward = einsum_forward,
+                                .backward = einsum_backward, .describe = einsum_describe,
+                                .flags = TG_OP_BWD_NO_OUTPUT};
+
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
 #include "registry_internal.h"
@@ -830,5 +788,68 @@ const tg_op_def tg__einsum_ops[] = {
      "equation=ij,jk->ik;[2,3];[3,4]", "equation=ij,jk->ik;[2,3];[4,4]", NULL},
     {0}
 };
+
+/* ---- the portable kernel, once per type ---- */
+
+#define TG_KERNELS 32
+#include "einsum.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "einsum.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
+#include "generic.h"
+
+/* REDUCE, items [begin, end) of the dst dims (dims 0..n_outer-1):
+ *   dst[i] (=|+=) sum over dims n_outer..n_dims-1 of src[i, j] */
+static void TG_F(em_reduce_range)(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const em_run *c = vctx;
+    const em_step *st = c->st;
+    const TG_T *src = (const TG_T *)c->a;
+    TG_T *dst = (TG_T *)c->c;
+    int no = st->n_outer, nd = st->n_dims;
+    int64_t idx[EM_MAXL], jdx[EM_MAXL], os = 0, od = 0, r = begin;
+    (void)tid;
+    for (int d = no - 1; d >= 0; d--) {
+        idx[d] = r % st->size[d];
+        r /= st->size[d];
+        os += idx[d] * st->s_a[d];
+        od += idx[d] * st->s_c[d];
+    }
+    for (int64_t it = begin; it < end; it++) {
+        if (nd == no) {
+            if (st->acc) dst[od] += src[os];
+            else dst[od] = src[os];
+        } else {
+            double acc = 0;
+            int64_t off = os, nl = st->size[nd - 1], sl = st->s_a[nd - 1];
+            for (int d = no; d < nd - 1; d++) jdx[d] = 0;
+            for (;;) {
+                const TG_T *p = src + off;
+                for (int64_t k = 0; k < nl; k++) acc += p[k * sl];
+                int d = nd - 2;
+                for (; d >= no; d--) {
+                    off += st->s_a[d];
+                    if (++jdx[d] < st->size[d]) break;
+                    off -= st->s_a[d] * st->size[d];
+                    jdx[d] = 0;
+                }
+                if (d < no) break;
+            }
+            if (st->acc) dst[od] += (TG_T)acc;
+            else dst[od] = (TG_T)acc;
+        }
+        for (int d = no - 1; d >= 0; d--) {
+            os += st->s_a[d];
+            od += st->s_c[d];
+            if (++idx[d] < st->size[d]) break;
+            os -= st->s_a[d] * st->size[d];
+            od -= st->s_c[d] * st->size[d];
+            idx[d] = 0;
+        }
+    }
+}
 
 #endif

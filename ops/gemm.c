@@ -36,9 +36,16 @@
  *
  * Not: a BLAS (no complex, no column-major interface), nor tuned for CPUs
  * other than x86-64; other machines get the portable C microkernel.
+ *
+ * Reading order (engine/generic.h): the public entry (tg_gemm_batched, by
+ * dtype), the run-time choice of microkernel and the per-thread buffers,
+ * then the kernels: the x86 microkernel template and the float32 AVX2
+ * packers (written once), and the engine, compiled once per type at the end
+ * of the file: the typed entry points and the batch loop, the planner (which
+ * path for one problem), the paths (K split, split, small, packed,
+ * reference), packing and tiles, and last the microkernels and their table.
  */
-#ifndef TG_KERNELS
-/* =================== part 1: type-independent, compiled once =================== */
+#ifndef TG_KERNELS /* ====================== the op proper: type-independent, compiled once */
 #include <float.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,6 +64,22 @@
 #include "gemm_internal.h"
 #include "internal.h"
 #include "threads.h"
+
+/* ---- the public entry ----
+ * By dtype to tg_gemm_batched_f32 / _f64 (gemm.h): the engine, defined once
+ * per type at the end of this file. */
+void tg_gemm_batched(tg_dtype dt, bool trans_a, bool trans_b, int64_t batch, int64_t M,
+                     int64_t N, int64_t K, double alpha, const void *A, int64_t lda,
+                     int64_t stride_a, const void *B, int64_t ldb, int64_t stride_b,
+                     double beta, void *C, int64_t ldc, int64_t stride_c)
+{
+    if (dt == TG_F64)
+        tg_gemm_batched_f64(trans_a, trans_b, batch, M, N, K, alpha, A, lda, stride_a, B, ldb,
+                            stride_b, beta, C, ldc, stride_c);
+    else
+        tg_gemm_batched_f32(trans_a, trans_b, batch, M, N, K, (float)alpha, A, lda, stride_a,
+                            B, ldb, stride_b, (float)beta, C, ldc, stride_c);
+}
 
 /* ---- kernel choice ---- */
 static atomic_int gemm_kernel = -1;            /* -1: not chosen yet */
@@ -170,7 +193,7 @@ static void *gemm_buf(int which)
 
 /* ---- x86 microkernel template ----
  * One body for every ISA and type: UV is the vector type, U_VL its length in
- * elements, U_* the intrinsics (defined per instance in part 2). The tile is
+ * elements, U_* the intrinsics (defined per instance at the end). The tile is
  * MR rows (the ROWS list) by 2 vectors. a: element (i, p) at a[i*rs_a + p*cs_a];
  * b: row p at b + p*rs_b (2*U_VL contiguous elements). c: alpha * tile + beta * c,
  * c not read when beta == 0. The `_packed` instance fixes the strides to the
@@ -229,172 +252,14 @@ static void *gemm_buf(int which)
     }
 #endif
 
-#define TG_KERNELS 32
-#include "gemm.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "gemm.c"
-#undef TG_KERNELS
-
-void tg_gemm_batched(tg_dtype dt, bool trans_a, bool trans_b, int64_t batch, int64_t M,
-                     int64_t N, int64_t K, double alpha, const void *A, int64_t lda,
-                     int64_t stride_a, const void *B, int64_t ldb, int64_t stride_b,
-                     double beta, void *C, int64_t ldc, int64_t stride_c)
-{
-    if (dt == TG_F64)
-        tg_gemm_batched_f64(trans_a, trans_b, batch, M, N, K, alpha, A, lda, stride_a, B, ldb,
-                            stride_b, beta, C, ldc, stride_c);
-    else
-        tg_gemm_batched_f32(trans_a, trans_b, batch, M, N, K, (float)alpha, A, lda, stride_a,
-                            B, ldb, stride_b, (float)beta, C, ldc, stride_c);
-}
-
-#else
-/* =================== part 2: per element type (TG_T = float, double) =================== */
-#include "generic.h"
-
-typedef void (*TG_F(ukr_fn))(int64_t k, const TG_T *a, int64_t rs_a, int64_t cs_a,
-                             const TG_T *b, int64_t rs_b, TG_T *c, int64_t ldc, TG_T alpha,
-                             TG_T beta);
-
-/* A microkernel and the blocking that suits it. mc, nc are multiples of mr, nr. */
-typedef struct TG_F(gemm_kernel) {
-    int mr, nr;
-    int64_t mc, kc, nc;
-    TG_F(ukr_fn) packed;    /* a packed (rs_a 1, cs_a mr), b packed (rs_b nr) */
-    TG_F(ukr_fn) strided;   /* any strides */
-    /* pack one full panel, mr (pack_a) or nr (pack_b) lanes by kc deep (see pack_a) */
-    void (*pack_a)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
-    void (*pack_b)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
-} TG_F(gemm_kernel);
-
-/* One GEMM (a single batch item). */
-typedef struct TG_F(gemm_prob) {
-    bool ta, tb;
-    int64_t M, N, K;
-    TG_T alpha, beta;
-    const TG_T *A, *B;
-    TG_T *C;
-    int64_t lda, ldb, ldc;
-} TG_F(gemm_prob);
-
-/* ---- portable C microkernel, 4 x 8 ---- */
-#define C_MR 4
-#define C_NR 8
-static void TG_F(ukr_c)(int64_t k, const TG_T *a, int64_t rs_a, int64_t cs_a, const TG_T *b,
-                        int64_t rs_b, TG_T *c, int64_t ldc, TG_T alpha, TG_T beta)
-{
-    TG_T acc[C_MR][C_NR] = {{0}};
-    for (int64_t p = 0; p < k; p++, a += cs_a, b += rs_b)
-        for (int i = 0; i < C_MR; i++) {
-            TG_T ai = a[i * rs_a];
-            for (int j = 0; j < C_NR; j++) acc[i][j] += ai * b[j];
-        }
-    for (int i = 0; i < C_MR; i++)
-        for (int j = 0; j < C_NR; j++)
-            c[i * ldc + j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
-}
-
-/* ---- x86 instances of the template (part 1) ---- */
 #if TG_GEMM_X86
-#  if TG_KERNELS == 32
-#    define UV             __m256
-#    define U_VL           8
-#    define U_ZERO()       _mm256_setzero_ps()
-#    define U_LOAD(p)      _mm256_loadu_ps(p)
-#    define U_STORE(p, v)  _mm256_storeu_ps(p, v)
-#    define U_BCAST(p)     _mm256_broadcast_ss(p)
-#    define U_FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
-#    define U_MUL(x, y)    _mm256_mul_ps(x, y)
-#    define U_SET1(x)      _mm256_set1_ps(x)
-#  else
-#    define UV             __m256d
-#    define U_VL           4
-#    define U_ZERO()       _mm256_setzero_pd()
-#    define U_LOAD(p)      _mm256_loadu_pd(p)
-#    define U_STORE(p, v)  _mm256_storeu_pd(p, v)
-#    define U_BCAST(p)     _mm256_broadcast_sd(p)
-#    define U_FMA(x, y, z) _mm256_fmadd_pd(x, y, z)
-#    define U_MUL(x, y)    _mm256_mul_pd(x, y)
-#    define U_SET1(x)      _mm256_set1_pd(x)
-#  endif
-UKR_DEFINE(ukr_avx2, TG_T, 6, ROWS6, "avx2,fma")
-#  undef UV
-#  undef U_VL
-#  undef U_ZERO
-#  undef U_LOAD
-#  undef U_STORE
-#  undef U_BCAST
-#  undef U_FMA
-#  undef U_MUL
-#  undef U_SET1
-#  if TG_KERNELS == 32
-#    define UV             __m512
-#    define U_VL           16
-#    define U_ZERO()       _mm512_setzero_ps()
-#    define U_LOAD(p)      _mm512_loadu_ps(p)
-#    define U_STORE(p, v)  _mm512_storeu_ps(p, v)
-#    define U_BCAST(p)     _mm512_set1_ps(*(p))
-#    define U_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
-#    define U_MUL(x, y)    _mm512_mul_ps(x, y)
-#    define U_SET1(x)      _mm512_set1_ps(x)
-#  else
-#    define UV             __m512d
-#    define U_VL           8
-#    define U_ZERO()       _mm512_setzero_pd()
-#    define U_LOAD(p)      _mm512_loadu_pd(p)
-#    define U_STORE(p, v)  _mm512_storeu_pd(p, v)
-#    define U_BCAST(p)     _mm512_set1_pd(*(p))
-#    define U_FMA(x, y, z) _mm512_fmadd_pd(x, y, z)
-#    define U_MUL(x, y)    _mm512_mul_pd(x, y)
-#    define U_SET1(x)      _mm512_set1_pd(x)
-#  endif
-UKR_DEFINE(ukr_avx512, TG_T, 12, ROWS12, "avx512f,avx2,fma")
-#  undef UV
-#  undef U_VL
-#  undef U_ZERO
-#  undef U_LOAD
-#  undef U_STORE
-#  undef U_BCAST
-#  undef U_FMA
-#  undef U_MUL
-#  undef U_SET1
-#endif
-
-/* ---- full-panel packers (see pack_a below): portable, width fixed at compile time ---- */
-__attribute__((always_inline)) static inline void TG_F(panel_body)(const TG_T *src, int64_t ls,
-                                                                   int64_t ps, int64_t kc,
-                                                                   TG_T *dst, const int w)
-{
-    if (ls == 1) {
-        for (int64_t p = 0; p < kc; p++)
-            for (int l = 0; l < w; l++) dst[p * w + l] = src[p * ps + l];
-    } else {
-        for (int l = 0; l < w; l++)
-            for (int64_t p = 0; p < kc; p++) dst[p * w + l] = src[l * ls + p * ps];
-    }
-}
-#define PANEL_FN(W)                                                                           \
-    static void TG_F(panel_##W)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst) \
-    {                                                                                         \
-        TG_F(panel_body)(src, ls, ps, kc, dst, W);                                            \
-    }
-PANEL_FN(4)
-PANEL_FN(8)
-#if TG_GEMM_X86
-PANEL_FN(6)
-PANEL_FN(12)
-PANEL_FN(16)
-#  if TG_KERNELS == 32
-PANEL_FN(32)
-#  endif
-#endif
-#undef PANEL_FN
-
-#if TG_GEMM_X86 && TG_KERNELS == 32
 /* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes (TR8X8,
  * ops/simd/vec_tr8x8.h) where the depth is contiguous, vector copies where the
- * lanes are. */
+ * lanes are. Float32 only, so written here once, not in the per-type part; the
+ * kernel table (the end of the file) gives them to the f32 AVX2 kernel. They
+ * fall back on the portable packers of that part: */
+static void panel_6_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
+static void panel_16_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
 
 __attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *src, int64_t ls,
                                                                  int64_t ps, int64_t kc,
@@ -481,188 +346,135 @@ __attribute__((target("avx2,fma"))) static void panel_16_avx2_f32(const float *s
 #undef TR8X8
 #endif
 
-/* The kernel table. Blocking for Zen 3 / Skylake-class caches (L1d 32 KiB,
- * L2 >= 512 KiB per core): the kc x nr B panel fits L1 (16 KiB), the mc x kc
- * A block L2 (144 KiB), the kc x nc B block L3; mc * kc and kc * nc fit
- * GEMM_A_BYTES and GEMM_B_BYTES. On the Zen 3 this was tuned on, mc from 72 to
- * 240 and kc from 192 to 384 measured within noise of 144 x 256 (BLIS's
- * values for Zen 3), which was among the best at 512^3 and 10752x256x256. */
-static const TG_F(gemm_kernel) *TG_F(kernel)(void)
-{
-    static const TG_F(gemm_kernel) table[TG__GEMM_KERNEL_COUNT] = {
-#if TG_KERNELS == 32
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, GEMM_KC, 4096, TG_F(ukr_c), TG_F(ukr_c),
-                               TG_F(panel_4), TG_F(panel_8)},
-#  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, GEMM_KC, 4080, TG_F(ukr_avx2_packed),
-                                  TG_F(ukr_avx2_strided), panel_6_avx2_f32, panel_16_avx2_f32},
-        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, GEMM_KC, 4064, TG_F(ukr_avx512_packed),
-                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_32)},
-#  endif
-#else
-        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, GEMM_KC, 2048, TG_F(ukr_c), TG_F(ukr_c),
-                               TG_F(panel_4), TG_F(panel_8)},
-#  if TG_GEMM_X86
-        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, GEMM_KC, 2040, TG_F(ukr_avx2_packed),
-                                  TG_F(ukr_avx2_strided), TG_F(panel_6), TG_F(panel_8)},
-        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, GEMM_KC, 2032, TG_F(ukr_avx512_packed),
-                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_16)},
-#  endif
-#endif
-    };
-    const TG_F(gemm_kernel) *kd = &table[tg__gemm_kernel_get()];
-    return kd->packed ? kd : &table[TG__GEMM_KERNEL_C];
-}
+/* ---- the engine, once per type ---- */
 
-/* ---- packing ----
- * A panel is w lanes (rows of op(A), or columns of op(B)) by kc deep, stored
- * depth-major: dst[p*w + l] = src[l*ls + p*ps]. ls == 1 (lanes contiguous) is
- * a copy; ps == 1 (depth contiguous) a transpose. Full panels go through the
- * kernel's pack functions (kd->pack_a, kd->pack_b), partial ones through
- * pack_edge, which zero-fills the missing lanes. */
-static void TG_F(pack_edge)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, int64_t h,
-                            int w, TG_T *dst)
-{
-    for (int64_t p = 0; p < kc; p++) {
-        for (int64_t l = 0; l < h; l++) dst[p * w + l] = src[l * ls + p * ps];
-        for (int64_t l = h; l < w; l++) dst[p * w + l] = 0;
-    }
-}
+#define TG_KERNELS 32
+#include "gemm.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "gemm.c"
+#undef TG_KERNELS
 
-/* Lanes contiguous (ls == 1): walk the source a depth row at a time, dealing
- * each row out to the full panels, so memory is read in order (the source
- * slice is often one contiguous block) rather than a few bytes of every row
- * per panel. w is a compile-time constant at each call below. */
-__attribute__((always_inline)) static inline void TG_F(pack_rows_body)(const TG_T *src,
-                                                                       int64_t ps, int64_t kc,
-                                                                       int64_t panels,
-                                                                       TG_T *dst, const int w)
-{
-    for (int64_t p = 0; p < kc; p++) {
-        const TG_T *s = src + p * ps;
-        TG_T *d = dst + p * w;
-        for (int64_t r = 0; r < panels; r++, s += w, d += w * kc) memcpy(d, s, sizeof(TG_T) * w);
-    }
-}
+#else /* ======================= the engine, compiled once per type (TG_T = float, double) */
+#include "generic.h"
 
-static void TG_F(pack_rows)(const TG_T *src, int64_t ps, int64_t kc, int64_t panels, TG_T *dst,
-                            int w)
-{
-    switch (w) {
-    case 4: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 4); break;
-    case 6: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 6); break;
-    case 8: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 8); break;
-    case 12: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 12); break;
-    case 16: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 16); break;
-    case 32: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 32); break;
-    default: TG_F(pack_rows_body)(src, ps, kc, panels, dst, w); break;
-    }
-}
+typedef void (*TG_F(ukr_fn))(int64_t k, const TG_T *a, int64_t rs_a, int64_t cs_a,
+                             const TG_T *b, int64_t rs_b, TG_T *c, int64_t ldc, TG_T alpha,
+                             TG_T beta);
 
-/* m lanes of a source with strides (ls, ps) into w-lane panels: full panels by
- * rows (ls == 1 and a few panels: measured better up to ~20 panels, worse at
- * 85, where the writes scatter over too many streams) or by the kernel's
- * packer, the rest zero-padded. */
-static void TG_F(pack_lanes)(const TG_T *src, int64_t ls, int64_t ps, int64_t m, int64_t kc,
-                             int w, void (*pack)(const TG_T *, int64_t, int64_t, int64_t, TG_T *),
-                             TG_T *dst)
-{
-    int64_t panels = m / w;
-    if (ls == 1 && panels > 1 && panels <= 24) {
-        TG_F(pack_rows)(src, ps, kc, panels, dst, w);
-    } else {
-        for (int64_t r = 0; r < panels; r++) pack(src + r * w * ls, ls, ps, kc, dst + r * w * kc);
-    }
-    if (m > panels * w) TG_F(pack_edge)(src + panels * w * ls, ls, ps, kc, m - panels * w, w,
-                                        dst + panels * w * kc);
-}
+/* A microkernel and the blocking that suits it. mc, nc are multiples of mr, nr. */
+typedef struct TG_F(gemm_kernel) {
+    int mr, nr;
+    int64_t mc, kc, nc;
+    TG_F(ukr_fn) packed;    /* a packed (rs_a 1, cs_a mr), b packed (rs_b nr) */
+    TG_F(ukr_fn) strided;   /* any strides */
+    /* pack one full panel, mr (pack_a) or nr (pack_b) lanes by kc deep (see pack_a) */
+    void (*pack_a)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
+    void (*pack_b)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst);
+} TG_F(gemm_kernel);
 
-/* op(A)[i0 : i0+m, p0 : p0+kc] into mr-high panels (zeros below row m). */
+/* One GEMM (a single batch item). */
+typedef struct TG_F(gemm_prob) {
+    bool ta, tb;
+    int64_t M, N, K;
+    TG_T alpha, beta;
+    const TG_T *A, *B;
+    TG_T *C;
+    int64_t lda, ldb, ldc;
+} TG_F(gemm_prob);
+
+/* The split path's cut of C (see split below). */
+typedef struct TG_F(gemm_split) {
+    const TG_F(gemm_prob) *pr;
+    const TG_F(gemm_kernel) *kd;
+    bool by_rows;
+    int64_t parts;
+    bool small;               /* each part on the small path (A unpacked) */
+} TG_F(gemm_split);
+
+/* the engine's parts, after the entry points and the planner that call them:
+ * the paths, packing and tiles, the microkernels and their table */
+static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr);
+static bool TG_F(gemm_ksplit_run)(const TG_F(gemm_prob) *pr, int nthr);
+static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid);
+static bool TG_F(gemm_small)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd);
+static bool TG_F(gemm_packed)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int nthr);
+static void TG_F(gemm_ref)(const TG_F(gemm_prob) *pr, int nthr);
+static void TG_F(gemm_scale)(const TG_F(gemm_prob) *pr);
 static void TG_F(pack_a)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t i0,
-                         int64_t m, int64_t p0, int64_t kc, TG_T *dst)
-{
-    const int64_t ls = pr->ta ? 1 : pr->lda, ps = pr->ta ? pr->lda : 1;
-    TG_F(pack_lanes)(pr->A + i0 * ls + p0 * ps, ls, ps, m, kc, kd->mr, kd->pack_a, dst);
-}
-
-/* op(B)[p0 : p0+kc, j0 : j0+n] into nr-wide panels (zeros right of column n). */
+                         int64_t m, int64_t p0, int64_t kc, TG_T *dst);
 static void TG_F(pack_b)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t p0,
-                         int64_t kc, int64_t j0, int64_t n, TG_T *dst)
-{
-    const int64_t ls = pr->tb ? pr->ldb : 1, ps = pr->tb ? 1 : pr->ldb;
-    TG_F(pack_lanes)(pr->B + j0 * ls + p0 * ps, ls, ps, n, kc, kd->nr, kd->pack_b, dst);
-}
-
-/* C[m, n] = alpha * t[m, n] + beta * C (t has row stride tn); C not read when beta == 0. */
+                         int64_t kc, int64_t j0, int64_t n, TG_T *dst);
 static void TG_F(store_edge)(const TG_T *t, int64_t tn, TG_T *c, int64_t ldc, int64_t m,
-                             int64_t n, TG_T alpha, TG_T beta)
-{
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-            c[i * ldc + j] = beta == 0 ? alpha * t[i * tn + j]
-                                       : alpha * t[i * tn + j] + beta * c[i * ldc + j];
-}
-
-/* One tile: the microkernel on a full mr x nr tile of C, or into a scratch
- * tile that is then copied for a partial one at the bottom or right edge. */
+                             int64_t n, TG_T alpha, TG_T beta);
 static inline void TG_F(tile)(const TG_F(gemm_kernel) *kd, TG_F(ukr_fn) f, int64_t k,
                               const TG_T *a, int64_t rs_a, int64_t cs_a, const TG_T *b,
                               int64_t rs_b, TG_T *c, int64_t ldc, int64_t m, int64_t n,
-                              TG_T alpha, TG_T beta)
-{
-    if (m == kd->mr && n == kd->nr) {
-        f(k, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);
-    } else {
-        TG_T t[GEMM_MAX_MR * GEMM_MAX_NR];
-        f(k, a, rs_a, cs_a, b, rs_b, t, kd->nr, 1, 0);
-        TG_F(store_edge)(t, kd->nr, c, ldc, m, n, alpha, beta);
-    }
-}
+                              TG_T alpha, TG_T beta);
+static const TG_F(gemm_kernel) *TG_F(kernel)(void);
 
-/* ---- reference path: plain loops, no buffers (the fallback) ---- */
-static void TG_F(ref_rows)(const TG_F(gemm_prob) *j, int64_t i_begin, int64_t i_end)
-{
-    for (int64_t i = i_begin; i < i_end; i++) {
-        TG_T *c = j->C + i * j->ldc;
-        if (j->beta == 0)
-            for (int64_t n = 0; n < j->N; n++) c[n] = 0;
-        else if (j->beta != 1)
-            for (int64_t n = 0; n < j->N; n++) c[n] *= j->beta;
-        for (int64_t k = 0; k < j->K; k++) {
-            TG_T a = j->alpha * (j->ta ? j->A[k * j->lda + i] : j->A[i * j->lda + k]);
-            if (j->tb) {
-                for (int64_t n = 0; n < j->N; n++) c[n] += a * j->B[n * j->ldb + k];
-            } else {
-                const TG_T *b = j->B + k * j->ldb;
-                for (int64_t n = 0; n < j->N; n++) c[n] += a * b[n];
-            }
-        }
-    }
-}
+/* ---- the entry points, per type: batched ---- */
+typedef struct TG_F(gemm_batch) {
+    TG_F(gemm_prob) p;        /* item 0 */
+    int64_t sa, sb, sc;
+} TG_F(gemm_batch);
 
-static void TG_F(ref_range)(void *ctx, int64_t begin, int64_t end, int tid)
+static void TG_F(batch_range)(void *ctx, int64_t begin, int64_t end, int tid)
 {
+    const TG_F(gemm_batch) *bt = ctx;
     (void)tid;
-    TG_F(ref_rows)(ctx, begin, end);
-}
-
-static void TG_F(gemm_ref)(const TG_F(gemm_prob) *pr, int nthr)
-{
-    int64_t work = pr->N * (pr->K > 0 ? pr->K : 1);
-    if (nthr > 1)
-        tg_parallel_for(pr->M, work >= 4096 ? 1 : 4096 / work, TG_F(ref_range), (void *)pr);
-    else
-        TG_F(ref_rows)(pr, 0, pr->M);
-}
-
-/* C = beta * C (K == 0 or alpha == 0): A and B are not read. */
-static void TG_F(gemm_scale)(const TG_F(gemm_prob) *pr)
-{
-    for (int64_t i = 0; i < pr->M; i++) {
-        TG_T *c = pr->C + i * pr->ldc;
-        for (int64_t j = 0; j < pr->N; j++) c[j] = pr->beta == 0 ? 0 : pr->beta * c[j];
+    for (int64_t b = begin; b < end; b++) {
+        TG_F(gemm_prob) p = bt->p;
+        p.A += b * bt->sa;
+        p.B += b * bt->sb;
+        p.C += b * bt->sc;
+        TG_F(gemm_one)(&p, 1);
     }
 }
+
+void TG_F(tg_gemm_batched)(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N,
+                           int64_t K, TG_T alpha, const TG_T *A, int64_t lda, int64_t stride_a,
+                           const TG_T *B, int64_t ldb, int64_t stride_b, TG_T beta, TG_T *C,
+                           int64_t ldc, int64_t stride_c)
+{
+    if (batch <= 0 || M <= 0 || N <= 0) return;
+    if (!C || (K > 0 && (!A || !B))) {
+        tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", __func__, !C ? "C" : !A ? "A" : "B");
+        return;
+    }
+    TG_F(gemm_batch) bt = {{trans_a, trans_b, M, N, K < 0 ? 0 : K, alpha, beta, A, B, C,
+                            lda, ldb, ldc},
+                           stride_a, stride_b, stride_c};
+    int nthr = tg_threads_available();
+    double work = (double)M * (double)N * (double)(K > 0 ? K : 1);
+    /* items in parallel when there are enough of them and each is not huge;
+     * a shared C (stride_c == 0) keeps the items in order */
+    if (batch > 1 && nthr > 1 && stride_c != 0 &&
+        (batch >= 4 * (int64_t)nthr || (batch >= nthr && work <= 4e6))) {
+        int64_t grain = work >= 65536 ? 1 : (int64_t)(65536 / work);
+        tg_parallel_for(batch, grain, TG_F(batch_range), &bt);
+        return;
+    }
+    /* one item at a time, split over the threads if big enough to pay for
+     * the hand-offs (measured: 2 threads lose below ~100^3, win from 128^3) */
+    for (int64_t b = 0; b < batch; b++) {
+        TG_F(gemm_prob) p = bt.p;
+        p.A += b * stride_a;
+        p.B += b * stride_b;
+        p.C += b * stride_c;
+        TG_F(gemm_one)(&p, work >= 1.5e6 ? nthr : 1);
+    }
+}
+
+void TG_F(tg_gemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, TG_T alpha,
+                   const TG_T *A, int64_t lda, const TG_T *B, int64_t ldb, TG_T beta, TG_T *C,
+                   int64_t ldc)
+{
+    TG_F(tg_gemm_batched)(trans_a, trans_b, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C,
+                          ldc, 0);
+}
+
+/* ---- planning: one problem, with nthr threads ---- */
 
 /* Depth of the K slices: as few as kd->kc allows, of equal depth. From K
  * alone (never the thread count or the path), so results do not depend on them. */
@@ -670,6 +482,151 @@ static inline int64_t TG_F(k_slice)(const TG_F(gemm_kernel) *kd, int64_t K)
 {
     int64_t n_pc = (K + kd->kc - 1) / kd->kc;
     return (K + n_pc - 1) / n_pc;
+}
+
+/* when the K split (below) is taken */
+#define GEMM_KSPLIT_MIN_K 1024            /* at least this deep (C up to MAX_C) */
+#define GEMM_KSPLIT_TINY_C (64 * 128)     /* a C this small: */
+#define GEMM_KSPLIT_TINY_K 384            /* from this deep */
+#define GEMM_KSPLIT_CHUNK 1024            /* about this deep per chunk */
+
+/* Split? By shape alone. Measured on 2 threads (GFLOPS, one GEMM over C ->
+ * K split): 64x64x448 115 -> 255, 128x64x448 169 -> 292, 64x64x1792 143 ->
+ * 308, 256x256x1792 256 -> 346; but 256x256x512 390 -> 320 (C has tiles
+ * enough to share). On 1 thread a split costs 0-12% (two packings of B). */
+#define GEMM_KSPLIT_WANTED(M, N, K)                                  \
+    (((K) >= GEMM_KSPLIT_MIN_K && (M) * (N) <= GEMM_KSPLIT_MAX_C) ||  \
+     ((K) >= GEMM_KSPLIT_TINY_K && (M) * (N) <= GEMM_KSPLIT_TINY_C))
+
+static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
+{
+    if (pr->K == 0 || pr->alpha == 0) {
+        TG_F(gemm_scale)(pr);
+        return;
+    }
+    /* chosen by shape alone (not nthr), so every thread count gives the same bits */
+    if (GEMM_KSPLIT_WANTED(pr->M, pr->N, pr->K) &&
+        atomic_load_explicit(&gemm_path, memory_order_relaxed) == TG__GEMM_PATH_AUTO &&
+        TG_F(gemm_ksplit_run)(pr, nthr))
+        return;
+    const TG_F(gemm_kernel) *kd = TG_F(kernel)();
+    tg__gemm_path path = (tg__gemm_path)atomic_load_explicit(&gemm_path, memory_order_relaxed);
+    if (path == TG__GEMM_PATH_AUTO) {
+        /* small (A unpacked, B packed whole): as fast as the packed path while
+         * op(B) fits L2, and faster for small M or N, where packing A costs as
+         * much as the product. It runs on one thread: big items go packed. */
+        int64_t n_pad = (pr->N + kd->nr - 1) / kd->nr * kd->nr;
+        bool b_fits = (double)pr->K * (double)n_pad * sizeof(TG_T) <= 512.0 * 1024;
+        /* several threads, op(B) small, M tall (a linear layer of a small
+         * model): the rows cut between the threads, each on the small path */
+        if (b_fits && nthr > 1 && pr->M >= (int64_t)nthr * 8 * kd->mr) {
+            TG_F(gemm_split) sp = {pr, kd, true, nthr, true};
+            tg_parallel_for(sp.parts, 1, TG_F(split_range), &sp);
+            return;
+        }
+        path = nthr == 1 && b_fits ? TG__GEMM_PATH_SMALL : TG__GEMM_PATH_PACKED;
+    }
+    if (path == TG__GEMM_PATH_SMALL && TG_F(gemm_small)(pr, kd)) return;
+    if (path == TG__GEMM_PATH_PACKED && nthr > 1) {
+        /* many K slices (>= 8): one part of C per thread (measured ~10% faster
+         * for dW-like shapes, 256 x 256 x 10752; slower with 2 slices) */
+        bool by_rows = pr->M >= pr->N;
+        int64_t extent = by_rows ? pr->M : pr->N, unit = by_rows ? kd->mr : kd->nr;
+        if (pr->K > 7 * kd->kc && extent >= (int64_t)nthr * 4 * unit) {
+            TG_F(gemm_split) sp = {pr, kd, by_rows, nthr, false};
+            tg_parallel_for(sp.parts, 1, TG_F(split_range), &sp);
+            return;
+        }
+    }
+    if (path != TG__GEMM_PATH_REF && TG_F(gemm_packed)(pr, kd, nthr)) return;
+    TG_F(gemm_ref)(pr, nthr);
+}
+
+/* ---- K split: a small C over a long K (a weight gradient, dW = dY^T X) ----
+ * The depth is cut into `parts` chunks, fixed by K alone; each chunk's product
+ * goes to its own buffer (one serial GEMM each, in parallel), and C = beta C +
+ * alpha (sum of the chunks, in chunk order). The same bits on any number of
+ * threads; on 2 threads 64 x 64 x 2688 runs about 3x faster than one GEMM
+ * split over C, which has too few tiles to share. */
+typedef struct TG_F(gemm_ksplit) {
+    const TG_F(gemm_prob) *pr;
+    int64_t parts;
+    TG_T *t;                  /* [parts, M, N] */
+} TG_F(gemm_ksplit);
+
+static void TG_F(ksplit_range)(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(gemm_ksplit) *ks = ctx;
+    const TG_F(gemm_prob) *pr = ks->pr;
+    const TG_F(gemm_kernel) *kd = TG_F(kernel)();
+    (void)tid;
+    for (int64_t part = begin; part < end; part++) {
+        const int64_t k0 = part * pr->K / ks->parts, k1 = (part + 1) * pr->K / ks->parts;
+        TG_F(gemm_prob) sub = *pr;
+        sub.K = k1 - k0;
+        sub.alpha = 1;
+        sub.beta = 0;
+        sub.A += pr->ta ? k0 * pr->lda : k0;
+        sub.B += pr->tb ? k0 : k0 * pr->ldb;
+        sub.C = ks->t + part * pr->M * pr->N;
+        sub.ldc = pr->N;
+        if (!TG_F(gemm_small)(&sub, kd) && !TG_F(gemm_packed)(&sub, kd, 1))
+            TG_F(gemm_ref)(&sub, 1);
+    }
+}
+
+/* false (nothing done) when the buffer cannot be had */
+static bool TG_F(gemm_ksplit_run)(const TG_F(gemm_prob) *pr, int nthr)
+{
+    int64_t parts = pr->K / GEMM_KSPLIT_CHUNK;
+    parts = parts < 2 ? 2 : parts > GEMM_KSPLIT_MAX_PARTS ? GEMM_KSPLIT_MAX_PARTS : parts;
+    TG_T *t = gemm_buf(2);   /* [parts, M, N]: this thread's, kept */
+    if (!t) return false;
+    TG_F(gemm_ksplit) ks = {pr, parts, t};
+    if (nthr > 1) tg_parallel_for(parts, 1, TG_F(ksplit_range), &ks);
+    else TG_F(ksplit_range)(&ks, 0, parts, 0);
+    const int64_t MN = pr->M * pr->N;
+    for (int64_t i = 0; i < pr->M; i++) {
+        TG_T *c = pr->C + i * pr->ldc;
+        for (int64_t j = 0; j < pr->N; j++) {
+            TG_T s = t[i * pr->N + j];
+            for (int64_t p = 1; p < parts; p++) s += t[p * MN + i * pr->N + j];
+            c[j] = pr->beta == 0 ? pr->alpha * s : pr->alpha * s + pr->beta * c[j];
+        }
+    }
+    return true;
+}
+
+/* ---- split: C cut into independent parts, one serial packed GEMM each ----
+ * For problems with many K slices, where the packed path's two hand-offs per
+ * slice (every thread waits for the slowest) cost more than each thread
+ * packing the operand the parts share.
+ * Cuts fall on tile boundaries, so the tiles (and the bits) are unchanged. */
+static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const TG_F(gemm_split) *sp = ctx;
+    const TG_F(gemm_prob) *pr = sp->pr;
+    const int64_t unit = sp->by_rows ? sp->kd->mr : sp->kd->nr;
+    const int64_t extent = sp->by_rows ? pr->M : pr->N, units = (extent + unit - 1) / unit;
+    (void)tid;
+    for (int64_t part = begin; part < end; part++) {
+        int64_t lo = part * units / sp->parts * unit;
+        int64_t hi = (part + 1) * units / sp->parts * unit;
+        if (hi > extent) hi = extent;
+        if (lo >= hi) continue;
+        TG_F(gemm_prob) sub = *pr;
+        if (sp->by_rows) {
+            sub.M = hi - lo;
+            sub.A += pr->ta ? lo : lo * pr->lda;
+            sub.C += lo * pr->ldc;
+        } else {
+            sub.N = hi - lo;
+            sub.B += pr->tb ? lo * pr->ldb : lo;
+            sub.C += lo;
+        }
+        if (sp->small && TG_F(gemm_small)(&sub, sp->kd)) continue;
+        if (!TG_F(gemm_packed)(&sub, sp->kd, 1)) TG_F(gemm_ref)(&sub, 1);
+    }
 }
 
 /* ---- small path: A unpacked, B in place or packed whole ----
@@ -845,218 +802,300 @@ static bool TG_F(gemm_packed)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel)
     return true;
 }
 
-/* ---- split: C cut into independent parts, one serial packed GEMM each ----
- * For problems with many K slices, where the packed path's two hand-offs per
- * slice (every thread waits for the slowest) cost more than each thread
- * packing the operand the parts share.
- * Cuts fall on tile boundaries, so the tiles (and the bits) are unchanged. */
-typedef struct TG_F(gemm_split) {
-    const TG_F(gemm_prob) *pr;
-    const TG_F(gemm_kernel) *kd;
-    bool by_rows;
-    int64_t parts;
-    bool small;               /* each part on the small path (A unpacked) */
-} TG_F(gemm_split);
-
-static void TG_F(split_range)(void *ctx, int64_t begin, int64_t end, int tid)
+/* ---- reference path: plain loops, no buffers (the fallback) ---- */
+static void TG_F(ref_rows)(const TG_F(gemm_prob) *j, int64_t i_begin, int64_t i_end)
 {
-    const TG_F(gemm_split) *sp = ctx;
-    const TG_F(gemm_prob) *pr = sp->pr;
-    const int64_t unit = sp->by_rows ? sp->kd->mr : sp->kd->nr;
-    const int64_t extent = sp->by_rows ? pr->M : pr->N, units = (extent + unit - 1) / unit;
-    (void)tid;
-    for (int64_t part = begin; part < end; part++) {
-        int64_t lo = part * units / sp->parts * unit;
-        int64_t hi = (part + 1) * units / sp->parts * unit;
-        if (hi > extent) hi = extent;
-        if (lo >= hi) continue;
-        TG_F(gemm_prob) sub = *pr;
-        if (sp->by_rows) {
-            sub.M = hi - lo;
-            sub.A += pr->ta ? lo : lo * pr->lda;
-            sub.C += lo * pr->ldc;
-        } else {
-            sub.N = hi - lo;
-            sub.B += pr->tb ? lo * pr->ldb : lo;
-            sub.C += lo;
+    for (int64_t i = i_begin; i < i_end; i++) {
+        TG_T *c = j->C + i * j->ldc;
+        if (j->beta == 0)
+            for (int64_t n = 0; n < j->N; n++) c[n] = 0;
+        else if (j->beta != 1)
+            for (int64_t n = 0; n < j->N; n++) c[n] *= j->beta;
+        for (int64_t k = 0; k < j->K; k++) {
+            TG_T a = j->alpha * (j->ta ? j->A[k * j->lda + i] : j->A[i * j->lda + k]);
+            if (j->tb) {
+                for (int64_t n = 0; n < j->N; n++) c[n] += a * j->B[n * j->ldb + k];
+            } else {
+                const TG_T *b = j->B + k * j->ldb;
+                for (int64_t n = 0; n < j->N; n++) c[n] += a * b[n];
+            }
         }
-        if (sp->small && TG_F(gemm_small)(&sub, sp->kd)) continue;
-        if (!TG_F(gemm_packed)(&sub, sp->kd, 1)) TG_F(gemm_ref)(&sub, 1);
     }
 }
 
-/* ---- K split: a small C over a long K (a weight gradient, dW = dY^T X) ----
- * The depth is cut into `parts` chunks, fixed by K alone; each chunk's product
- * goes to its own buffer (one serial GEMM each, in parallel), and C = beta C +
- * alpha (sum of the chunks, in chunk order). The same bits on any number of
- * threads; on 2 threads 64 x 64 x 2688 runs about 3x faster than one GEMM
- * split over C, which has too few tiles to share. */
-#define GEMM_KSPLIT_MIN_K 1024            /* at least this deep (C up to MAX_C) */
-#define GEMM_KSPLIT_TINY_C (64 * 128)     /* a C this small: */
-#define GEMM_KSPLIT_TINY_K 384            /* from this deep */
-#define GEMM_KSPLIT_CHUNK 1024            /* about this deep per chunk */
-
-/* Split? By shape alone. Measured on 2 threads (GFLOPS, one GEMM over C ->
- * K split): 64x64x448 115 -> 255, 128x64x448 169 -> 292, 64x64x1792 143 ->
- * 308, 256x256x1792 256 -> 346; but 256x256x512 390 -> 320 (C has tiles
- * enough to share). On 1 thread a split costs 0-12% (two packings of B). */
-#define GEMM_KSPLIT_WANTED(M, N, K)                                  \
-    (((K) >= GEMM_KSPLIT_MIN_K && (M) * (N) <= GEMM_KSPLIT_MAX_C) ||  \
-     ((K) >= GEMM_KSPLIT_TINY_K && (M) * (N) <= GEMM_KSPLIT_TINY_C))
-
-typedef struct TG_F(gemm_ksplit) {
-    const TG_F(gemm_prob) *pr;
-    int64_t parts;
-    TG_T *t;                  /* [parts, M, N] */
-} TG_F(gemm_ksplit);
-
-static void TG_F(ksplit_range)(void *ctx, int64_t begin, int64_t end, int tid)
+static void TG_F(ref_range)(void *ctx, int64_t begin, int64_t end, int tid)
 {
-    const TG_F(gemm_ksplit) *ks = ctx;
-    const TG_F(gemm_prob) *pr = ks->pr;
-    const TG_F(gemm_kernel) *kd = TG_F(kernel)();
     (void)tid;
-    for (int64_t part = begin; part < end; part++) {
-        const int64_t k0 = part * pr->K / ks->parts, k1 = (part + 1) * pr->K / ks->parts;
-        TG_F(gemm_prob) sub = *pr;
-        sub.K = k1 - k0;
-        sub.alpha = 1;
-        sub.beta = 0;
-        sub.A += pr->ta ? k0 * pr->lda : k0;
-        sub.B += pr->tb ? k0 : k0 * pr->ldb;
-        sub.C = ks->t + part * pr->M * pr->N;
-        sub.ldc = pr->N;
-        if (!TG_F(gemm_small)(&sub, kd) && !TG_F(gemm_packed)(&sub, kd, 1))
-            TG_F(gemm_ref)(&sub, 1);
-    }
+    TG_F(ref_rows)(ctx, begin, end);
 }
 
-/* false (nothing done) when the buffer cannot be had */
-static bool TG_F(gemm_ksplit_run)(const TG_F(gemm_prob) *pr, int nthr)
+static void TG_F(gemm_ref)(const TG_F(gemm_prob) *pr, int nthr)
 {
-    int64_t parts = pr->K / GEMM_KSPLIT_CHUNK;
-    parts = parts < 2 ? 2 : parts > GEMM_KSPLIT_MAX_PARTS ? GEMM_KSPLIT_MAX_PARTS : parts;
-    TG_T *t = gemm_buf(2);   /* [parts, M, N]: this thread's, kept */
-    if (!t) return false;
-    TG_F(gemm_ksplit) ks = {pr, parts, t};
-    if (nthr > 1) tg_parallel_for(parts, 1, TG_F(ksplit_range), &ks);
-    else TG_F(ksplit_range)(&ks, 0, parts, 0);
-    const int64_t MN = pr->M * pr->N;
+    int64_t work = pr->N * (pr->K > 0 ? pr->K : 1);
+    if (nthr > 1)
+        tg_parallel_for(pr->M, work >= 4096 ? 1 : 4096 / work, TG_F(ref_range), (void *)pr);
+    else
+        TG_F(ref_rows)(pr, 0, pr->M);
+}
+
+/* C = beta * C (K == 0 or alpha == 0): A and B are not read. */
+static void TG_F(gemm_scale)(const TG_F(gemm_prob) *pr)
+{
     for (int64_t i = 0; i < pr->M; i++) {
         TG_T *c = pr->C + i * pr->ldc;
-        for (int64_t j = 0; j < pr->N; j++) {
-            TG_T s = t[i * pr->N + j];
-            for (int64_t p = 1; p < parts; p++) s += t[p * MN + i * pr->N + j];
-            c[j] = pr->beta == 0 ? pr->alpha * s : pr->alpha * s + pr->beta * c[j];
+        for (int64_t j = 0; j < pr->N; j++) c[j] = pr->beta == 0 ? 0 : pr->beta * c[j];
+    }
+}
+
+/* ---- packing ----
+ * A panel is w lanes (rows of op(A), or columns of op(B)) by kc deep, stored
+ * depth-major: dst[p*w + l] = src[l*ls + p*ps]. ls == 1 (lanes contiguous) is
+ * a copy; ps == 1 (depth contiguous) a transpose. Full panels go through the
+ * kernel's pack functions (kd->pack_a, kd->pack_b), partial ones through
+ * pack_edge, which zero-fills the missing lanes. */
+static void TG_F(pack_edge)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, int64_t h,
+                            int w, TG_T *dst)
+{
+    for (int64_t p = 0; p < kc; p++) {
+        for (int64_t l = 0; l < h; l++) dst[p * w + l] = src[l * ls + p * ps];
+        for (int64_t l = h; l < w; l++) dst[p * w + l] = 0;
+    }
+}
+
+/* Lanes contiguous (ls == 1): walk the source a depth row at a time, dealing
+ * each row out to the full panels, so memory is read in order (the source
+ * slice is often one contiguous block) rather than a few bytes of every row
+ * per panel. w is a compile-time constant at each call below. */
+__attribute__((always_inline)) static inline void TG_F(pack_rows_body)(const TG_T *src,
+                                                                       int64_t ps, int64_t kc,
+                                                                       int64_t panels,
+                                                                       TG_T *dst, const int w)
+{
+    for (int64_t p = 0; p < kc; p++) {
+        const TG_T *s = src + p * ps;
+        TG_T *d = dst + p * w;
+        for (int64_t r = 0; r < panels; r++, s += w, d += w * kc) memcpy(d, s, sizeof(TG_T) * w);
+    }
+}
+
+static void TG_F(pack_rows)(const TG_T *src, int64_t ps, int64_t kc, int64_t panels, TG_T *dst,
+                            int w)
+{
+    switch (w) {
+    case 4: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 4); break;
+    case 6: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 6); break;
+    case 8: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 8); break;
+    case 12: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 12); break;
+    case 16: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 16); break;
+    case 32: TG_F(pack_rows_body)(src, ps, kc, panels, dst, 32); break;
+    default: TG_F(pack_rows_body)(src, ps, kc, panels, dst, w); break;
+    }
+}
+
+/* m lanes of a source with strides (ls, ps) into w-lane panels: full panels by
+ * rows (ls == 1 and a few panels: measured better up to ~20 panels, worse at
+ * 85, where the writes scatter over too many streams) or by the kernel's
+ * packer, the rest zero-padded. */
+static void TG_F(pack_lanes)(const TG_T *src, int64_t ls, int64_t ps, int64_t m, int64_t kc,
+                             int w, void (*pack)(const TG_T *, int64_t, int64_t, int64_t, TG_T *),
+                             TG_T *dst)
+{
+    int64_t panels = m / w;
+    if (ls == 1 && panels > 1 && panels <= 24) {
+        TG_F(pack_rows)(src, ps, kc, panels, dst, w);
+    } else {
+        for (int64_t r = 0; r < panels; r++) pack(src + r * w * ls, ls, ps, kc, dst + r * w * kc);
+    }
+    if (m > panels * w) TG_F(pack_edge)(src + panels * w * ls, ls, ps, kc, m - panels * w, w,
+                                        dst + panels * w * kc);
+}
+
+/* op(A)[i0 : i0+m, p0 : p0+kc] into mr-high panels (zeros below row m). */
+static void TG_F(pack_a)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t i0,
+                         int64_t m, int64_t p0, int64_t kc, TG_T *dst)
+{
+    const int64_t ls = pr->ta ? 1 : pr->lda, ps = pr->ta ? pr->lda : 1;
+    TG_F(pack_lanes)(pr->A + i0 * ls + p0 * ps, ls, ps, m, kc, kd->mr, kd->pack_a, dst);
+}
+
+/* op(B)[p0 : p0+kc, j0 : j0+n] into nr-wide panels (zeros right of column n). */
+static void TG_F(pack_b)(const TG_F(gemm_prob) *pr, const TG_F(gemm_kernel) *kd, int64_t p0,
+                         int64_t kc, int64_t j0, int64_t n, TG_T *dst)
+{
+    const int64_t ls = pr->tb ? pr->ldb : 1, ps = pr->tb ? 1 : pr->ldb;
+    TG_F(pack_lanes)(pr->B + j0 * ls + p0 * ps, ls, ps, n, kc, kd->nr, kd->pack_b, dst);
+}
+
+/* C[m, n] = alpha * t[m, n] + beta * C (t has row stride tn); C not read when beta == 0. */
+static void TG_F(store_edge)(const TG_T *t, int64_t tn, TG_T *c, int64_t ldc, int64_t m,
+                             int64_t n, TG_T alpha, TG_T beta)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+            c[i * ldc + j] = beta == 0 ? alpha * t[i * tn + j]
+                                       : alpha * t[i * tn + j] + beta * c[i * ldc + j];
+}
+
+/* One tile: the microkernel on a full mr x nr tile of C, or into a scratch
+ * tile that is then copied for a partial one at the bottom or right edge. */
+static inline void TG_F(tile)(const TG_F(gemm_kernel) *kd, TG_F(ukr_fn) f, int64_t k,
+                              const TG_T *a, int64_t rs_a, int64_t cs_a, const TG_T *b,
+                              int64_t rs_b, TG_T *c, int64_t ldc, int64_t m, int64_t n,
+                              TG_T alpha, TG_T beta)
+{
+    if (m == kd->mr && n == kd->nr) {
+        f(k, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);
+    } else {
+        TG_T t[GEMM_MAX_MR * GEMM_MAX_NR];
+        f(k, a, rs_a, cs_a, b, rs_b, t, kd->nr, 1, 0);
+        TG_F(store_edge)(t, kd->nr, c, ldc, m, n, alpha, beta);
+    }
+}
+
+/* ---- portable C microkernel, 4 x 8 ---- */
+#define C_MR 4
+#define C_NR 8
+static void TG_F(ukr_c)(int64_t k, const TG_T *a, int64_t rs_a, int64_t cs_a, const TG_T *b,
+                        int64_t rs_b, TG_T *c, int64_t ldc, TG_T alpha, TG_T beta)
+{
+    TG_T acc[C_MR][C_NR] = {{0}};
+    for (int64_t p = 0; p < k; p++, a += cs_a, b += rs_b)
+        for (int i = 0; i < C_MR; i++) {
+            TG_T ai = a[i * rs_a];
+            for (int j = 0; j < C_NR; j++) acc[i][j] += ai * b[j];
         }
-    }
-    return true;
+    for (int i = 0; i < C_MR; i++)
+        for (int j = 0; j < C_NR; j++)
+            c[i * ldc + j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
 }
 
-/* ---- one problem, with nthr threads ---- */
-static void TG_F(gemm_one)(const TG_F(gemm_prob) *pr, int nthr)
-{
-    if (pr->K == 0 || pr->alpha == 0) {
-        TG_F(gemm_scale)(pr);
-        return;
-    }
-    /* chosen by shape alone (not nthr), so every thread count gives the same bits */
-    if (GEMM_KSPLIT_WANTED(pr->M, pr->N, pr->K) &&
-        atomic_load_explicit(&gemm_path, memory_order_relaxed) == TG__GEMM_PATH_AUTO &&
-        TG_F(gemm_ksplit_run)(pr, nthr))
-        return;
-    const TG_F(gemm_kernel) *kd = TG_F(kernel)();
-    tg__gemm_path path = (tg__gemm_path)atomic_load_explicit(&gemm_path, memory_order_relaxed);
-    if (path == TG__GEMM_PATH_AUTO) {
-        /* small (A unpacked, B packed whole): as fast as the packed path while
-         * op(B) fits L2, and faster for small M or N, where packing A costs as
-         * much as the product. It runs on one thread: big items go packed. */
-        int64_t n_pad = (pr->N + kd->nr - 1) / kd->nr * kd->nr;
-        bool b_fits = (double)pr->K * (double)n_pad * sizeof(TG_T) <= 512.0 * 1024;
-        /* several threads, op(B) small, M tall (a linear layer of a small
-         * model): the rows cut between the threads, each on the small path */
-        if (b_fits && nthr > 1 && pr->M >= (int64_t)nthr * 8 * kd->mr) {
-            TG_F(gemm_split) sp = {pr, kd, true, nthr, true};
-            tg_parallel_for(sp.parts, 1, TG_F(split_range), &sp);
-            return;
-        }
-        path = nthr == 1 && b_fits ? TG__GEMM_PATH_SMALL : TG__GEMM_PATH_PACKED;
-    }
-    if (path == TG__GEMM_PATH_SMALL && TG_F(gemm_small)(pr, kd)) return;
-    if (path == TG__GEMM_PATH_PACKED && nthr > 1) {
-        /* many K slices (>= 8): one part of C per thread (measured ~10% faster
-         * for dW-like shapes, 256 x 256 x 10752; slower with 2 slices) */
-        bool by_rows = pr->M >= pr->N;
-        int64_t extent = by_rows ? pr->M : pr->N, unit = by_rows ? kd->mr : kd->nr;
-        if (pr->K > 7 * kd->kc && extent >= (int64_t)nthr * 4 * unit) {
-            TG_F(gemm_split) sp = {pr, kd, by_rows, nthr, false};
-            tg_parallel_for(sp.parts, 1, TG_F(split_range), &sp);
-            return;
-        }
-    }
-    if (path != TG__GEMM_PATH_REF && TG_F(gemm_packed)(pr, kd, nthr)) return;
-    TG_F(gemm_ref)(pr, nthr);
-}
+/* ---- x86 instances of the template (in the op proper, above) ---- */
+#if TG_GEMM_X86
+#  if TG_KERNELS == 32
+#    define UV             __m256
+#    define U_VL           8
+#    define U_ZERO()       _mm256_setzero_ps()
+#    define U_LOAD(p)      _mm256_loadu_ps(p)
+#    define U_STORE(p, v)  _mm256_storeu_ps(p, v)
+#    define U_BCAST(p)     _mm256_broadcast_ss(p)
+#    define U_FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
+#    define U_MUL(x, y)    _mm256_mul_ps(x, y)
+#    define U_SET1(x)      _mm256_set1_ps(x)
+#  else
+#    define UV             __m256d
+#    define U_VL           4
+#    define U_ZERO()       _mm256_setzero_pd()
+#    define U_LOAD(p)      _mm256_loadu_pd(p)
+#    define U_STORE(p, v)  _mm256_storeu_pd(p, v)
+#    define U_BCAST(p)     _mm256_broadcast_sd(p)
+#    define U_FMA(x, y, z) _mm256_fmadd_pd(x, y, z)
+#    define U_MUL(x, y)    _mm256_mul_pd(x, y)
+#    define U_SET1(x)      _mm256_set1_pd(x)
+#  endif
+UKR_DEFINE(ukr_avx2, TG_T, 6, ROWS6, "avx2,fma")
+#  undef UV
+#  undef U_VL
+#  undef U_ZERO
+#  undef U_LOAD
+#  undef U_STORE
+#  undef U_BCAST
+#  undef U_FMA
+#  undef U_MUL
+#  undef U_SET1
+#  if TG_KERNELS == 32
+#    define UV             __m512
+#    define U_VL           16
+#    define U_ZERO()       _mm512_setzero_ps()
+#    define U_LOAD(p)      _mm512_loadu_ps(p)
+#    define U_STORE(p, v)  _mm512_storeu_ps(p, v)
+#    define U_BCAST(p)     _mm512_set1_ps(*(p))
+#    define U_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
+#    define U_MUL(x, y)    _mm512_mul_ps(x, y)
+#    define U_SET1(x)      _mm512_set1_ps(x)
+#  else
+#    define UV             __m512d
+#    define U_VL           8
+#    define U_ZERO()       _mm512_setzero_pd()
+#    define U_LOAD(p)      _mm512_loadu_pd(p)
+#    define U_STORE(p, v)  _mm512_storeu_pd(p, v)
+#    define U_BCAST(p)     _mm512_set1_pd(*(p))
+#    define U_FMA(x, y, z) _mm512_fmadd_pd(x, y, z)
+#    define U_MUL(x, y)    _mm512_mul_pd(x, y)
+#    define U_SET1(x)      _mm512_set1_pd(x)
+#  endif
+UKR_DEFINE(ukr_avx512, TG_T, 12, ROWS12, "avx512f,avx2,fma")
+#  undef UV
+#  undef U_VL
+#  undef U_ZERO
+#  undef U_LOAD
+#  undef U_STORE
+#  undef U_BCAST
+#  undef U_FMA
+#  undef U_MUL
+#  undef U_SET1
+#endif
 
-/* ---- batched ---- */
-typedef struct TG_F(gemm_batch) {
-    TG_F(gemm_prob) p;        /* item 0 */
-    int64_t sa, sb, sc;
-} TG_F(gemm_batch);
-
-static void TG_F(batch_range)(void *ctx, int64_t begin, int64_t end, int tid)
+/* ---- full-panel packers (see pack_a above): portable, width fixed at compile time ---- */
+__attribute__((always_inline)) static inline void TG_F(panel_body)(const TG_T *src, int64_t ls,
+                                                                   int64_t ps, int64_t kc,
+                                                                   TG_T *dst, const int w)
 {
-    const TG_F(gemm_batch) *bt = ctx;
-    (void)tid;
-    for (int64_t b = begin; b < end; b++) {
-        TG_F(gemm_prob) p = bt->p;
-        p.A += b * bt->sa;
-        p.B += b * bt->sb;
-        p.C += b * bt->sc;
-        TG_F(gemm_one)(&p, 1);
-    }
-}
-
-void TG_F(tg_gemm_batched)(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N,
-                           int64_t K, TG_T alpha, const TG_T *A, int64_t lda, int64_t stride_a,
-                           const TG_T *B, int64_t ldb, int64_t stride_b, TG_T beta, TG_T *C,
-                           int64_t ldc, int64_t stride_c)
-{
-    if (batch <= 0 || M <= 0 || N <= 0) return;
-    if (!C || (K > 0 && (!A || !B))) {
-        tg_set_error(TG_ERR_INVALID, "%s: %s is NULL", __func__, !C ? "C" : !A ? "A" : "B");
-        return;
-    }
-    TG_F(gemm_batch) bt = {{trans_a, trans_b, M, N, K < 0 ? 0 : K, alpha, beta, A, B, C,
-                            lda, ldb, ldc},
-                           stride_a, stride_b, stride_c};
-    int nthr = tg_threads_available();
-    double work = (double)M * (double)N * (double)(K > 0 ? K : 1);
-    /* items in parallel when there are enough of them and each is not huge;
-     * a shared C (stride_c == 0) keeps the items in order */
-    if (batch > 1 && nthr > 1 && stride_c != 0 &&
-        (batch >= 4 * (int64_t)nthr || (batch >= nthr && work <= 4e6))) {
-        int64_t grain = work >= 65536 ? 1 : (int64_t)(65536 / work);
-        tg_parallel_for(batch, grain, TG_F(batch_range), &bt);
-        return;
-    }
-    /* one item at a time, split over the threads if big enough to pay for
-     * the hand-offs (measured: 2 threads lose below ~100^3, win from 128^3) */
-    for (int64_t b = 0; b < batch; b++) {
-        TG_F(gemm_prob) p = bt.p;
-        p.A += b * stride_a;
-        p.B += b * stride_b;
-        p.C += b * stride_c;
-        TG_F(gemm_one)(&p, work >= 1.5e6 ? nthr : 1);
+    if (ls == 1) {
+        for (int64_t p = 0; p < kc; p++)
+            for (int l = 0; l < w; l++) dst[p * w + l] = src[p * ps + l];
+    } else {
+        for (int l = 0; l < w; l++)
+            for (int64_t p = 0; p < kc; p++) dst[p * w + l] = src[l * ls + p * ps];
     }
 }
+#define PANEL_FN(W)                                                                           \
+    static void TG_F(panel_##W)(const TG_T *src, int64_t ls, int64_t ps, int64_t kc, TG_T *dst) \
+    {                                                                                         \
+        TG_F(panel_body)(src, ls, ps, kc, dst, W);                                            \
+    }
+PANEL_FN(4)
+PANEL_FN(8)
+#if TG_GEMM_X86
+PANEL_FN(6)
+PANEL_FN(12)
+PANEL_FN(16)
+#  if TG_KERNELS == 32
+PANEL_FN(32)
+#  endif
+#endif
+#undef PANEL_FN
 
-void TG_F(tg_gemm)(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, TG_T alpha,
-                   const TG_T *A, int64_t lda, const TG_T *B, int64_t ldb, TG_T beta, TG_T *C,
-                   int64_t ldc)
+/* The kernel table. Blocking for Zen 3 / Skylake-class caches (L1d 32 KiB,
+ * L2 >= 512 KiB per core): the kc x nr B panel fits L1 (16 KiB), the mc x kc
+ * A block L2 (144 KiB), the kc x nc B block L3; mc * kc and kc * nc fit
+ * GEMM_A_BYTES and GEMM_B_BYTES. On the Zen 3 this was tuned on, mc from 72 to
+ * 240 and kc from 192 to 384 measured within noise of 144 x 256 (BLIS's
+ * values for Zen 3), which was among the best at 512^3 and 10752x256x256. */
+static const TG_F(gemm_kernel) *TG_F(kernel)(void)
 {
-    TG_F(tg_gemm_batched)(trans_a, trans_b, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C,
-                          ldc, 0);
+    static const TG_F(gemm_kernel) table[TG__GEMM_KERNEL_COUNT] = {
+#if TG_KERNELS == 32
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 128, GEMM_KC, 4096, TG_F(ukr_c), TG_F(ukr_c),
+                               TG_F(panel_4), TG_F(panel_8)},
+#  if TG_GEMM_X86
+        [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, GEMM_KC, 4080, TG_F(ukr_avx2_packed),
+                                  TG_F(ukr_avx2_strided), panel_6_avx2_f32, panel_16_avx2_f32},
+        [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, GEMM_KC, 4064, TG_F(ukr_avx512_packed),
+                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_32)},
+#  endif
+#else
+        [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, GEMM_KC, 2048, TG_F(ukr_c), TG_F(ukr_c),
+                               TG_F(panel_4), TG_F(panel_8)},
+#  if TG_GEMM_X86
+        [TG__GEMM_KERNEL_AVX2] = {6, 8, 72, GEMM_KC, 2040, TG_F(ukr_avx2_packed),
+                                  TG_F(ukr_avx2_strided), TG_F(panel_6), TG_F(panel_8)},
+        [TG__GEMM_KERNEL_AVX512] = {12, 16, 72, GEMM_KC, 2032, TG_F(ukr_avx512_packed),
+                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_16)},
+#  endif
+#endif
+    };
+    const TG_F(gemm_kernel) *kd = &table[tg__gemm_kernel_get()];
+    return kd->packed ? kd : &table[TG__GEMM_KERNEL_C];
 }
 
 #undef C_MR

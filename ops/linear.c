@@ -4,6 +4,9 @@
  * x is viewed as M rows of `in` features: X [M, in], W [out, in], Y [M, out].
  * Forward and backward are three GEMMs and a column sum (the bias gradient:
  * double partial sums over fixed blocks of rows, in parallel).
+ *
+ * Reading order (engine/generic.h): builder, forward, backward, the
+ * descriptor and registry row. No kernels of its own: the GEMMs are gemm.c's.
  */
 #include <stdio.h>
 
@@ -15,6 +18,55 @@
 typedef struct { int64_t M, in, out; } linear_attr;
 
 #define BIAS_ROWS 256   /* rows per partial sum of the bias gradient */
+
+static const tg_op op_linear;   /* the descriptor, after the backward */
+
+/* ---- builder ---- */
+
+tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
+{
+    tg_node *in[3] = {x, weight, bias};
+    if (!tg_builder_check(g, "linear", 2, in)) return NULL;
+    if (bias && !tg_builder_check(g, "linear", 3, in)) return NULL;
+    if (!tg__want_float(g, "linear", x, "input") || !tg__want_float(g, "linear", weight, "weight") ||
+        (bias && !tg__want_float(g, "linear", bias, "bias")))
+        return NULL;
+    const tg_tensor *xv = &x->value, *wv = &weight->value;
+    if (wv->rank != 2)
+        return tg_graph_fail(g, "linear: weight must be 2-d [out, in], got %d-d", wv->rank);
+    if (xv->rank < 1) return tg_graph_fail(g, "linear: input must have at least 1 dim, got 0-d");
+    int64_t in_f = xv->shape[xv->rank - 1], out_f = wv->shape[0];
+    int64_t M = in_f ? xv->numel / in_f : 0;
+    if (in_f == 0) {
+        M = 1;
+        for (int d = 0; d < xv->rank - 1; d++) M *= xv->shape[d];
+    }
+    if (wv->shape[1] != in_f)
+        return tg_graph_fail(g, "linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and "
+                             "%lldx%lld)", (long long)M, (long long)in_f,
+                             (long long)wv->shape[1], (long long)out_f);
+    if (bias && (bias->value.rank != 1 || bias->value.shape[0] != out_f)) {
+        char sh[96];
+        return tg_graph_fail(g, "linear: bias must have shape [%lld] (out features), got %s",
+                             (long long)out_f, TG__SHAPE(&bias->value, sh));
+    }
+    int64_t shape[TG_MAX_RANK];
+    memcpy(shape, xv->shape, (size_t)xv->rank * sizeof *shape);
+    shape[xv->rank - 1] = out_f;
+    tg_node *n = tg_node_new(g, &op_linear, bias ? 3 : 2, in, xv->dtype, xv->rank, shape);
+    linear_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    a->M = M;
+    a->in = in_f;
+    a->out = out_f;
+    /* the bias gradient's partial sums per block of BIAS_ROWS rows (double) */
+    if (bias)
+        tg_node_scratch(n, (size_t)out_f * (size_t)((M + BIAS_ROWS - 1) / BIAS_ROWS) *
+                               sizeof(double));
+    return n;
+}
+
+/* ---- forward ---- */
 
 /* rows [begin, end) of Y = the bias: one row, then doubling copies of the
  * rows filled so far (rows are short, 64 to 512 features: a memcpy per row
@@ -47,6 +99,8 @@ static tg_status linear_forward(tg_node *n)
                     a->out, 0);
     return TG_OK;
 }
+
+/* ---- backward ---- */
 
 /* Row block k (BIAS_ROWS rows) of dY summed over its rows, in double, into its
  * own partial sums (the node's scratch, [blocks, out]). */
@@ -120,6 +174,8 @@ static tg_status linear_backward(tg_node *n)
     return TG_OK;
 }
 
+/* ---- descriptor ---- */
+
 static void linear_describe(const tg_node *n, char *buf, size_t len)
 {
     const linear_attr *a = n->attr;
@@ -131,49 +187,6 @@ static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY |
                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_X};
-
-tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias)
-{
-    tg_node *in[3] = {x, weight, bias};
-    if (!tg_builder_check(g, "linear", 2, in)) return NULL;
-    if (bias && !tg_builder_check(g, "linear", 3, in)) return NULL;
-    if (!tg__want_float(g, "linear", x, "input") || !tg__want_float(g, "linear", weight, "weight") ||
-        (bias && !tg__want_float(g, "linear", bias, "bias")))
-        return NULL;
-    const tg_tensor *xv = &x->value, *wv = &weight->value;
-    if (wv->rank != 2)
-        return tg_graph_fail(g, "linear: weight must be 2-d [out, in], got %d-d", wv->rank);
-    if (xv->rank < 1) return tg_graph_fail(g, "linear: input must have at least 1 dim, got 0-d");
-    int64_t in_f = xv->shape[xv->rank - 1], out_f = wv->shape[0];
-    int64_t M = in_f ? xv->numel / in_f : 0;
-    if (in_f == 0) {
-        M = 1;
-        for (int d = 0; d < xv->rank - 1; d++) M *= xv->shape[d];
-    }
-    if (wv->shape[1] != in_f)
-        return tg_graph_fail(g, "linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and "
-                             "%lldx%lld)", (long long)M, (long long)in_f,
-                             (long long)wv->shape[1], (long long)out_f);
-    if (bias && (bias->value.rank != 1 || bias->value.shape[0] != out_f)) {
-        char sh[96];
-        return tg_graph_fail(g, "linear: bias must have shape [%lld] (out features), got %s",
-                             (long long)out_f, TG__SHAPE(&bias->value, sh));
-    }
-    int64_t shape[TG_MAX_RANK];
-    memcpy(shape, xv->shape, (size_t)xv->rank * sizeof *shape);
-    shape[xv->rank - 1] = out_f;
-    tg_node *n = tg_node_new(g, &op_linear, bias ? 3 : 2, in, xv->dtype, xv->rank, shape);
-    linear_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
-    if (!a) return NULL;
-    a->M = M;
-    a->in = in_f;
-    a->out = out_f;
-    /* the bias gradient's partial sums per block of BIAS_ROWS rows (double) */
-    if (bias)
-        tg_node_scratch(n, (size_t)out_f * (size_t)((M + BIAS_ROWS - 1) / BIAS_ROWS) *
-                               sizeof(double));
-    return n;
-}
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
