@@ -32,8 +32,207 @@
  *
  * The values node saves the indices in n->buf[0]; the optional indices node
  * is a second op whose forward copies that buffer. Not here: sort, argmax.
+ *
+ * Reading order (engine/generic.h): builder, forward and backward, the
+ * descriptors and registry row, then the portable kernels for float and
+ * double at the end (the reference: TG_NO_SIMD=1, and the F64 path). The
+ * float32 rows that the vector kernel of ops/simd/vec_topk.c takes are
+ * chosen in run(), once per call, and go through topk_vec_rows.
  */
-#ifdef TG_KERNELS
+#ifndef TG_KERNELS /* ====================================== the op proper */
+
+#include <stdio.h>
+
+#include "ops_internal.h"
+#include "topk.h"
+#include "generic.h"
+#include "simd/vec.h"
+
+typedef struct {
+    int     dim;                 /* wrapped */
+    int64_t k, outer, n, inner;  /* x seen as [outer, n, inner], values as [outer, k, inner] */
+    bool    largest, sorted;
+} topk_attr;
+
+typedef struct { tg_node *n; bool backward; } topk_ctx;
+
+/* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
+#ifndef TOPK_SMALL
+#define TOPK_SMALL 64
+#endif
+/* float32, k <= 64: the vector kernel (ops/simd/vec_topk.c) takes rows of at least
+ * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
+ * TOPK_GATHER (copied to the stack first). */
+#define TOPK_VEC_MIN 8
+#define TOPK_GATHER 4096
+
+/* the portable kernels, float and double (end of this file) */
+TG_KERNEL_DECL(static void, topk_rows, (void *vctx, int64_t begin, int64_t end, int tid));
+
+static const tg_op op_topk, op_topk_indices;   /* the descriptors, after the backward */
+
+/* ---- builder ---- */
+
+tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool sorted,
+                 tg_node **indices)
+{
+    if (indices) *indices = NULL;
+    if (!tg_builder_check(g, "topk", 1, &x)) return NULL;
+    if (!tg__want_float(g, "topk", x, "input")) return NULL;
+    const tg_tensor *v = &x->value;
+    int d;
+    if (!tg__dim(g, "topk", dim, v->rank, &d)) return NULL;
+    int64_t size = v->rank ? v->shape[d] : 1;
+    if (k < 0 || k > size)
+        return tg_graph_fail(g, "topk: selected index k out of range (k = %lld, size of dim %d "
+                             "is %lld)", (long long)k, d, (long long)size);
+    topk_attr at = {.dim = d, .k = k, .outer = 1, .n = size, .inner = 1, .largest = largest,
+                    .sorted = sorted};
+    int64_t shape[TG_MAX_RANK];
+    for (int i = 0; i < v->rank; i++) {
+        shape[i] = i == d ? k : v->shape[i];
+        if (i < d) at.outer *= v->shape[i];
+        if (i > d) at.inner *= v->shape[i];
+    }
+    if (v->rank == 0) at.k = 1;            /* PyTorch: a 0-d input gives itself, even for k = 0 */
+    tg_node *n = tg_node_new(g, &op_topk, 1, &x, v->dtype, v->rank, shape);
+    topk_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
+    if (!a) return NULL;
+    *a = at;
+    if (tg_node_buffer(n, TG_I64, v->rank, shape) < 0) return NULL;
+    if (indices) {
+        *indices = tg_node_new(g, &op_topk_indices, 1, &n, TG_I64, v->rank, shape);
+        if (!*indices) return NULL;
+    }
+    return n;
+}
+
+/* ---- forward and backward ---- */
+
+#if TG_VEC
+/* forward, float32 rows [begin, end) by the vector kernel (ops/simd/vec_topk.c),
+ * strided rows copied out first; run() says which calls take it */
+static void topk_vec_rows(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const topk_ctx *c = vctx;
+    const topk_attr *a = c->n->attr;
+    int64_t n = a->n, k = a->k, in = a->inner;
+    int64_t *IX = c->n->buf[0].data;                       /* [outer, k, inner] */
+    const float *x = c->n->in[0]->value.data;              /* [outer, n, inner] */
+    float *v = c->n->value.data;                           /* [outer, k, inner] */
+    (void)tid;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / in, i = r % in;
+        int64_t xb = o * n * in + i, ob = o * k * in + i;
+        const float *row = x + xb;
+        float copy[TOPK_GATHER];                           /* a strided row, copied out */
+        if (in > 1) {
+            for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
+            row = copy;
+        }
+        tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
+    }
+}
+#endif
+
+static void run(tg_node *n, bool backward)
+{
+    const topk_attr *a = n->attr;
+    topk_ctx c = {n, backward};
+    if (a->k == 0) return;
+#if TG_VEC
+    /* float32, k <= 64, rows of TOPK_VEC_MIN to 2^32 - 1, strided ones up to TOPK_GATHER */
+    if (!backward && n->value.dtype == TG_F32 && tg__vec_on() && a->k <= 64 &&
+        a->n >= TOPK_VEC_MIN && a->n <= (int64_t)UINT32_MAX &&
+        (a->inner == 1 || a->n <= TOPK_GATHER)) {
+        tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1), topk_vec_rows, &c);
+        return;
+    }
+#endif
+    tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
+                    TG_DISPATCH(n->value.dtype, topk_rows), &c);
+}
+
+static tg_status topk_forward(tg_node *n)
+{
+    run(n, false);
+    return TG_OK;
+}
+
+static tg_status topk_backward(tg_node *n)
+{
+    run(n, true);
+    return TG_OK;
+}
+
+/* indices node: a copy of the values node's saved indices */
+static tg_status topk_indices_forward(tg_node *n)
+{
+    memcpy(n->value.data, n->in[0]->buf[0].data, (size_t)n->value.numel * sizeof(int64_t));
+    return TG_OK;
+}
+
+/* ---- descriptors ---- */
+
+static void topk_describe(const tg_node *n, char *buf, size_t len)
+{
+    const topk_attr *a = n->attr;
+    snprintf(buf, len, "k=%lld dim=%d%s%s", (long long)a->k, a->dim,
+             a->largest ? "" : " smallest", a->sorted ? "" : " unsorted");
+}
+
+/* The decisions: which indices were picked, in which order (for gradcheck). */
+static uint64_t topk_kinks(const tg_node *n)
+{
+    const int64_t *ix = n->buf[0].data;
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < n->buf[0].numel; i++) h = (h ^ (uint64_t)ix[i]) * 1099511628211ull;
+    return h;
+}
+
+static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
+                              .describe = topk_describe, .kinks = topk_kinks,
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};   /* the saved indices */
+
+static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward};
+
+/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+
+#include "registry_internal.h"
+
+TG_GLUE(b_topk)
+{
+    (void)n_in;
+    int dim;
+    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
+    out[0] = tg_topk(g, in[0], tg__op_int(c, "k"), dim, tg__op_bool(c, "largest"),
+                     tg__op_bool(c, "sorted"), &out[1]);
+    *n_out = 2;
+    return out[0] ? TG_OK : TG_ERR_INVALID;
+}
+
+const tg_op_def tg__topk_ops[] = {
+    {"topk", "torch.topk(input, k, dim, largest, sorted) -> values, int64 indices",
+     {{"k", TG_OP_INT, NULL, false, "how many elements to keep", NULL, 0},
+      {"dim", TG_OP_INT, "-1", false, "the dim to select along", NULL, 0},
+      {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)", NULL, 0},
+      {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order", NULL, 0}},
+     false, {TG_IN("input")}, 1, false, 2, b_topk, NULL,
+     "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL,
+     "k=2;[3,5]", "k=6;[3,5]", NULL},
+    {0}
+};
+
+/* ---- the portable kernels, once per type ---- */
+
+#define TG_KERNELS 32
+#include "topk.c"
+#undef TG_KERNELS
+#define TG_KERNELS 64
+#include "topk.c"
+#undef TG_KERNELS
+
+#else /* ================================== kernels, compiled once per type */
 #include "generic.h"
 
 /* Does (a at index ia) rank before (b at ib)? largest: NaN > +inf > ... ;
@@ -222,19 +421,6 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
-#if TG_KERNELS == 32 && TG_VEC
-            if (c->vec && k <= 64 && n >= TOPK_VEC_MIN && n <= (int64_t)UINT32_MAX &&
-                (in == 1 || n <= TOPK_GATHER)) {
-                const float *row = x + xb;
-                float copy[TOPK_GATHER];                   /* a strided row, copied out */
-                if (in > 1) {
-                    for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
-                    row = copy;
-                }
-                tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
-                continue;
-            }
-#endif
 #if TG_KERNELS == 32
             if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
                 topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
@@ -251,149 +437,5 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         }
     }
 }
-
-#else /* ---------------------------------------------------- the ops proper */
-
-#include <stdio.h>
-
-#include "ops_internal.h"
-#include "topk.h"
-#include "simd/vec.h"
-
-typedef struct {
-    int     dim;                 /* wrapped */
-    int64_t k, outer, n, inner;  /* x seen as [outer, n, inner], values as [outer, k, inner] */
-    bool    largest, sorted;
-} topk_attr;
-
-typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: tg__vec_on() */
-
-/* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
-#ifndef TOPK_SMALL
-#define TOPK_SMALL 64
-#endif
-/* float32, k <= 64: the vector kernel (ops/simd/vec_topk.c) takes rows of at least
- * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
- * TOPK_GATHER (copied to the stack first). */
-#define TOPK_VEC_MIN 8
-#define TOPK_GATHER 4096
-
-#define TG_KERNELS 32
-#include "topk.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "topk.c"
-#undef TG_KERNELS
-
-static void run(tg_node *n, bool backward)
-{
-    const topk_attr *a = n->attr;
-    topk_ctx c = {n, backward, n->value.dtype == TG_F32 && tg__vec_on()};
-    if (a->k == 0) return;
-    tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
-                    TG_DISPATCH(n->value.dtype, topk_rows), &c);
-}
-
-static tg_status topk_forward(tg_node *n)
-{
-    run(n, false);
-    return TG_OK;
-}
-
-static tg_status topk_backward(tg_node *n)
-{
-    run(n, true);
-    return TG_OK;
-}
-
-static void topk_describe(const tg_node *n, char *buf, size_t len)
-{
-    const topk_attr *a = n->attr;
-    snprintf(buf, len, "k=%lld dim=%d%s%s", (long long)a->k, a->dim,
-             a->largest ? "" : " smallest", a->sorted ? "" : " unsorted");
-}
-
-/* The decisions: which indices were picked, in which order (for gradcheck). */
-static uint64_t topk_kinks(const tg_node *n)
-{
-    const int64_t *ix = n->buf[0].data;
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t i = 0; i < n->buf[0].numel; i++) h = (h ^ (uint64_t)ix[i]) * 1099511628211ull;
-    return h;
-}
-
-static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
-                              .describe = topk_describe, .kinks = topk_kinks,
-                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};   /* the saved indices */
-
-/* indices node: a copy of the values node's saved indices */
-static tg_status topk_indices_forward(tg_node *n)
-{
-    memcpy(n->value.data, n->in[0]->buf[0].data, (size_t)n->value.numel * sizeof(int64_t));
-    return TG_OK;
-}
-
-static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward};
-
-tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool sorted,
-                 tg_node **indices)
-{
-    if (indices) *indices = NULL;
-    if (!tg_builder_check(g, "topk", 1, &x)) return NULL;
-    if (!tg__want_float(g, "topk", x, "input")) return NULL;
-    const tg_tensor *v = &x->value;
-    int d;
-    if (!tg__dim(g, "topk", dim, v->rank, &d)) return NULL;
-    int64_t size = v->rank ? v->shape[d] : 1;
-    if (k < 0 || k > size)
-        return tg_graph_fail(g, "topk: selected index k out of range (k = %lld, size of dim %d "
-                             "is %lld)", (long long)k, d, (long long)size);
-    topk_attr at = {.dim = d, .k = k, .outer = 1, .n = size, .inner = 1, .largest = largest,
-                    .sorted = sorted};
-    int64_t shape[TG_MAX_RANK];
-    for (int i = 0; i < v->rank; i++) {
-        shape[i] = i == d ? k : v->shape[i];
-        if (i < d) at.outer *= v->shape[i];
-        if (i > d) at.inner *= v->shape[i];
-    }
-    if (v->rank == 0) at.k = 1;            /* PyTorch: a 0-d input gives itself, even for k = 0 */
-    tg_node *n = tg_node_new(g, &op_topk, 1, &x, v->dtype, v->rank, shape);
-    topk_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;
-    if (!a) return NULL;
-    *a = at;
-    if (tg_node_buffer(n, TG_I64, v->rank, shape) < 0) return NULL;
-    if (indices) {
-        *indices = tg_node_new(g, &op_topk_indices, 1, &n, TG_I64, v->rank, shape);
-        if (!*indices) return NULL;
-    }
-    return n;
-}
-
-/* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-
-#include "registry_internal.h"
-
-TG_GLUE(b_topk)
-{
-    (void)n_in;
-    int dim;
-    if (!tg__op_dim(g, c, "dim", &dim)) return TG_ERR_INVALID;
-    out[0] = tg_topk(g, in[0], tg__op_int(c, "k"), dim, tg__op_bool(c, "largest"),
-                     tg__op_bool(c, "sorted"), &out[1]);
-    *n_out = 2;
-    return out[0] ? TG_OK : TG_ERR_INVALID;
-}
-
-const tg_op_def tg__topk_ops[] = {
-    {"topk", "torch.topk(input, k, dim, largest, sorted) -> values, int64 indices",
-     {{"k", TG_OP_INT, NULL, false, "how many elements to keep", NULL, 0},
-      {"dim", TG_OP_INT, "-1", false, "the dim to select along", NULL, 0},
-      {"largest", TG_OP_BOOL, "true", false, "the largest (true) or smallest (false)", NULL, 0},
-      {"sorted", TG_OP_BOOL, "true", false, "return them in sorted order", NULL, 0}},
-     false, {TG_IN("input")}, 1, false, 2, b_topk, NULL,
-     "topk k=3 dim=-1 --in x.npy --out values.npy --out indices.npy", &op_topk, NULL,
-     "k=2;[3,5]", "k=6;[3,5]", NULL},
-    {0}
-};
 
 #endif
