@@ -36,7 +36,8 @@
  * parameters do not mention TG_T), TG_DISPATCH(dtype, name) picks one.
  * Inside it: TG_T is the element type, TG_F(name) gives the type-suffixed
  * name (name_f32 / name_f64), TG_M(exp) the <math.h> function for TG_T
- * (expf / exp), TG_EPS its machine epsilon.
+ * (expf / exp), TG_EPS its machine epsilon, TG_U the unsigned integer as wide
+ * as TG_T (uint32_t / uint64_t: its bits as an integer).
  *
  * The generic kernels are the reference for every dtype. A faster kernel for
  * one dtype and one instruction set (float32 with AVX2 or AVX-512) lives in
@@ -60,16 +61,19 @@
 #undef TG_F
 #undef TG_M
 #undef TG_EPS
+#undef TG_U
 #if TG_KERNELS == 32
 #  define TG_T float
 #  define TG_F(name) name##_f32
 #  define TG_M(fn) fn##f
 #  define TG_EPS FLT_EPSILON
+#  define TG_U uint32_t
 #elif TG_KERNELS == 64
 #  define TG_T double
 #  define TG_F(name) name##_f64
 #  define TG_M(fn) fn
 #  define TG_EPS DBL_EPSILON
+#  define TG_U uint64_t
 #else
 #  error "TG_KERNELS must be 32 or 64"
 #endif

@@ -8,7 +8,10 @@
  *   microkernel   an MR x NR tile of C held in registers, updated by a rank-1
  *                 product per k: MR broadcasts of A times NR/VL vectors of B.
  *                 AVX2+FMA 6x16 (f32) / 6x8 (f64), AVX-512 12x32 / 12x16, and
- *                 a portable C 4x8, chosen at run time (tg__gemm_kernel_get).
+ *                 a portable C 4x8, chosen at run time (tg__gemm_kernel_get,
+ *                 from the instruction set every vector kernel uses:
+ *                 tg__isa_auto, ops/simd/vec.h). The x86 ones are in
+ *                 ops/simd/vec_gemm_ukr.h.
  *   packed path   for each NC-wide block of columns and KC-deep slice of K:
  *                 pack op(B)[KC, NC] once into NR-wide panels (shared by all
  *                 threads), then every thread takes MC-row blocks of op(A),
@@ -63,6 +66,7 @@
 #include "gemm.h"
 #include "gemm_internal.h"
 #include "internal.h"
+#include "simd/vec.h"
 #include "threads.h"
 
 /* ---- the public entry ----
@@ -85,23 +89,22 @@ void tg_gemm_batched(tg_dtype dt, bool trans_a, bool trans_b, int64_t batch, int
 static atomic_int gemm_kernel = -1;            /* -1: not chosen yet */
 static atomic_int gemm_path = TG__GEMM_PATH_AUTO;
 
+/* The kernel for each instruction set (ops/simd/vec.h: tg__isa). */
+static const tg__isa kernel_isa[TG__GEMM_KERNEL_COUNT] = {
+    [TG__GEMM_KERNEL_C] = TG__ISA_PORTABLE,
+    [TG__GEMM_KERNEL_AVX2] = TG__ISA_AVX2,
+    [TG__GEMM_KERNEL_AVX512] = TG__ISA_AVX512,
+};
+
 static bool kernel_supported(tg__gemm_kernel k)
 {
-    switch (k) {
-    case TG__GEMM_KERNEL_C: return true;
-#if TG_GEMM_X86
-    case TG__GEMM_KERNEL_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case TG__GEMM_KERNEL_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma");
-#endif
-    default: return false;
-    }
+    if (k == TG__GEMM_KERNEL_C) return true;
+    return TG_GEMM_X86 && tg__isa_supported(kernel_isa[k]);
 }
 
+/* TG_GEMM_KERNEL names one (if the CPU has it); else the instruction set of
+ * every vector kernel (tg__isa_auto: the CPU's best, less TG_NO_SIMD /
+ * TG_NO_AVX512). */
 static tg__gemm_kernel kernel_auto(void)
 {
     const char *env = getenv("TG_GEMM_KERNEL");
@@ -110,8 +113,9 @@ static tg__gemm_kernel kernel_auto(void)
             if (strcmp(env, tg__gemm_kernel_name((tg__gemm_kernel)k)) == 0 &&
                 kernel_supported((tg__gemm_kernel)k))
                 return (tg__gemm_kernel)k;
-    if (kernel_supported(TG__GEMM_KERNEL_AVX512)) return TG__GEMM_KERNEL_AVX512;
-    if (kernel_supported(TG__GEMM_KERNEL_AVX2)) return TG__GEMM_KERNEL_AVX2;
+    tg__isa isa = tg__isa_auto();
+    for (int k = TG__GEMM_KERNEL_COUNT - 1; k > 0; k--)
+        if (kernel_isa[k] == isa && kernel_supported((tg__gemm_kernel)k)) return (tg__gemm_kernel)k;
     return TG__GEMM_KERNEL_C;
 }
 
@@ -191,159 +195,9 @@ static void *gemm_buf(int which)
     return *slot;
 }
 
-/* ---- x86 microkernel template ----
- * One body for every ISA and type: UV is the vector type, U_VL its length in
- * elements, U_* the intrinsics (defined per instance at the end). The tile is
- * MR rows (the ROWS list) by 2 vectors. a: element (i, p) at a[i*rs_a + p*cs_a];
- * b: row p at b + p*rs_b (2*U_VL contiguous elements). c: alpha * tile + beta * c,
- * c not read when beta == 0. The `_packed` instance fixes the strides to the
- * packed layout (rs_a = 1, cs_a = MR, rs_b = NR) so the compiler folds them. */
+/* ---- the x86 microkernels and float32 AVX2 packers (ops/simd/vec_gemm_ukr.h) ---- */
 #if TG_GEMM_X86
-#define UKR_DECL(i) UV c##i##_lo = U_ZERO(), c##i##_hi = U_ZERO();
-#define UKR_STEP(i)                                   \
-    {                                                 \
-        UV a_ = U_BCAST(a + (i) * rs_a);              \
-        c##i##_lo = U_FMA(a_, b_lo, c##i##_lo);       \
-        c##i##_hi = U_FMA(a_, b_hi, c##i##_hi);       \
-    }
-#define UKR_ST0(i)                                             \
-    U_STORE(c + (i) * ldc, U_MUL(va, c##i##_lo));              \
-    U_STORE(c + (i) * ldc + U_VL, U_MUL(va, c##i##_hi));
-#define UKR_STB(i)                                                                       \
-    U_STORE(c + (i) * ldc, U_FMA(vb, U_LOAD(c + (i) * ldc), U_MUL(va, c##i##_lo)));      \
-    U_STORE(c + (i) * ldc + U_VL, U_FMA(vb, U_LOAD(c + (i) * ldc + U_VL), U_MUL(va, c##i##_hi)));
-#define UKR_PF(i) _mm_prefetch((const char *)(c + (i) * ldc), _MM_HINT_T0);
-#define ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define ROWS12(X) ROWS6(X) X(6) X(7) X(8) X(9) X(10) X(11)
-
-#define UKR_DEFINE(NAME, T, MR, ROWS, TARGET)                                                   \
-    __attribute__((target(TARGET), always_inline)) static inline void TG_F(NAME##_body)(        \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
-        int64_t ldc, T alpha, T beta)                                                           \
-    {                                                                                           \
-        ROWS(UKR_DECL)                                                                          \
-        if (beta != 0) { ROWS(UKR_PF) }                                                         \
-        for (int64_t p = 0; p < k; p++) {                                                       \
-            UV b_lo = U_LOAD(b), b_hi = U_LOAD(b + U_VL);                                       \
-            ROWS(UKR_STEP)                                                                      \
-            a += cs_a;                                                                          \
-            b += rs_b;                                                                          \
-        }                                                                                       \
-        UV va = U_SET1(alpha);                                                                  \
-        if (beta == 0) {                                                                        \
-            ROWS(UKR_ST0)                                                                       \
-        } else {                                                                                \
-            UV vb = U_SET1(beta);                                                               \
-            ROWS(UKR_STB)                                                                       \
-        }                                                                                       \
-    }                                                                                           \
-    __attribute__((target(TARGET))) static void TG_F(NAME##_packed)(                            \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
-        int64_t ldc, T alpha, T beta)                                                           \
-    {                                                                                           \
-        (void)rs_a, (void)cs_a, (void)rs_b;                                                     \
-        TG_F(NAME##_body)(k, a, 1, MR, b, 2 * U_VL, c, ldc, alpha, beta);                       \
-    }                                                                                           \
-    __attribute__((target(TARGET))) static void TG_F(NAME##_strided)(                           \
-        int64_t k, const T *a, int64_t rs_a, int64_t cs_a, const T *b, int64_t rs_b, T *c,      \
-        int64_t ldc, T alpha, T beta)                                                           \
-    {                                                                                           \
-        TG_F(NAME##_body)(k, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);                      \
-    }
-#endif
-
-#if TG_GEMM_X86
-/* AVX2 packers for the 6 x 16 f32 kernel: 8 x 8 transposes (TR8X8,
- * ops/simd/vec_tr8x8.h) where the depth is contiguous, vector copies where the
- * lanes are. Float32 only, so written here once, not in the per-type part; the
- * kernel table (the end of the file) gives them to the f32 AVX2 kernel. They
- * fall back on the portable packers of that part: */
-static void panel_6_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
-static void panel_16_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
-
-__attribute__((target("avx2,fma"))) static void panel_6_avx2_f32(const float *src, int64_t ls,
-                                                                 int64_t ps, int64_t kc,
-                                                                 float *dst)
-{
-    if (ls == 1) {   /* A transposed: 6 contiguous values per k, rows of A far apart */
-        for (int64_t p = 0; p < kc; p++) {
-            const float *s = src + p * ps;
-            _mm_prefetch((const char *)(s + 8 * ps), _MM_HINT_T0);
-            _mm_storeu_ps(dst + p * 6, _mm_loadu_ps(s));
-            dst[p * 6 + 4] = s[4];
-            dst[p * 6 + 5] = s[5];
-        }
-        return;
-    }
-    if (ps != 1) {
-        panel_6_f32(src, ls, ps, kc, dst);
-        return;
-    }
-    /* rows of A contiguous in k: 8 k at a time, 6 rows (+2 dummies) transposed.
-     * Each 8-wide store spills 2 dummy lanes that the next store overwrites. */
-    int64_t p = 0;
-    for (; p + 8 <= kc; p += 8) {
-        __m256 r0 = _mm256_loadu_ps(src + p), r1 = _mm256_loadu_ps(src + ls + p);
-        __m256 r2 = _mm256_loadu_ps(src + 2 * ls + p), r3 = _mm256_loadu_ps(src + 3 * ls + p);
-        __m256 r4 = _mm256_loadu_ps(src + 4 * ls + p), r5 = _mm256_loadu_ps(src + 5 * ls + p);
-        __m256 r6 = _mm256_setzero_ps(), r7 = _mm256_setzero_ps();
-        TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
-        float *d = dst + p * 6;
-        _mm256_storeu_ps(d, r0);
-        _mm256_storeu_ps(d + 6, r1);
-        _mm256_storeu_ps(d + 12, r2);
-        _mm256_storeu_ps(d + 18, r3);
-        _mm256_storeu_ps(d + 24, r4);
-        _mm256_storeu_ps(d + 30, r5);
-        _mm256_storeu_ps(d + 36, r6);
-        _mm_storeu_ps(d + 42, _mm256_castps256_ps128(r7));
-        _mm_storeu_si64(d + 46, _mm_castps_si128(_mm256_extractf128_ps(r7, 1)));
-    }
-    for (; p < kc; p++)
-        for (int l = 0; l < 6; l++) dst[p * 6 + l] = src[l * ls + p];
-}
-
-__attribute__((target("avx2,fma"))) static void panel_16_avx2_f32(const float *src, int64_t ls,
-                                                                  int64_t ps, int64_t kc,
-                                                                  float *dst)
-{
-    if (ls == 1) {   /* rows of B contiguous in j: two vector copies per k */
-        for (int64_t p = 0; p < kc; p++) {
-            _mm_prefetch((const char *)(src + (p + 8) * ps), _MM_HINT_T0);
-            _mm256_storeu_ps(dst + p * 16, _mm256_loadu_ps(src + p * ps));
-            _mm256_storeu_ps(dst + p * 16 + 8, _mm256_loadu_ps(src + p * ps + 8));
-        }
-        return;
-    }
-    if (ps != 1) {
-        panel_16_f32(src, ls, ps, kc, dst);
-        return;
-    }
-    /* B^T: 16 rows contiguous in k, two 8 x 8 transposes per 8 k */
-    int64_t p = 0;
-    for (; p + 8 <= kc; p += 8) {
-        for (int h = 0; h < 2; h++) {
-            const float *s = src + 8 * h * ls + p;
-            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls);
-            __m256 r2 = _mm256_loadu_ps(s + 2 * ls), r3 = _mm256_loadu_ps(s + 3 * ls);
-            __m256 r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
-            __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
-            TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
-            float *d = dst + p * 16 + 8 * h;
-            _mm256_storeu_ps(d, r0);
-            _mm256_storeu_ps(d + 16, r1);
-            _mm256_storeu_ps(d + 32, r2);
-            _mm256_storeu_ps(d + 48, r3);
-            _mm256_storeu_ps(d + 64, r4);
-            _mm256_storeu_ps(d + 80, r5);
-            _mm256_storeu_ps(d + 96, r6);
-            _mm256_storeu_ps(d + 112, r7);
-        }
-    }
-    for (; p < kc; p++)
-        for (int l = 0; l < 16; l++) dst[p * 16 + l] = src[l * ls + p];
-}
-#undef TR8X8
+#include "simd/vec_gemm_ukr.h"
 #endif
 
 /* ---- the engine, once per type ---- */
@@ -969,70 +823,9 @@ static void TG_F(ukr_c)(int64_t k, const TG_T *a, int64_t rs_a, int64_t cs_a, co
             c[i * ldc + j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
 }
 
-/* ---- x86 instances of the template (in the op proper, above) ---- */
+/* ---- the x86 microkernels for TG_T (ops/simd/vec_gemm_ukr.h) ---- */
 #if TG_GEMM_X86
-#  if TG_KERNELS == 32
-#    define UV             __m256
-#    define U_VL           8
-#    define U_ZERO()       _mm256_setzero_ps()
-#    define U_LOAD(p)      _mm256_loadu_ps(p)
-#    define U_STORE(p, v)  _mm256_storeu_ps(p, v)
-#    define U_BCAST(p)     _mm256_broadcast_ss(p)
-#    define U_FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
-#    define U_MUL(x, y)    _mm256_mul_ps(x, y)
-#    define U_SET1(x)      _mm256_set1_ps(x)
-#  else
-#    define UV             __m256d
-#    define U_VL           4
-#    define U_ZERO()       _mm256_setzero_pd()
-#    define U_LOAD(p)      _mm256_loadu_pd(p)
-#    define U_STORE(p, v)  _mm256_storeu_pd(p, v)
-#    define U_BCAST(p)     _mm256_broadcast_sd(p)
-#    define U_FMA(x, y, z) _mm256_fmadd_pd(x, y, z)
-#    define U_MUL(x, y)    _mm256_mul_pd(x, y)
-#    define U_SET1(x)      _mm256_set1_pd(x)
-#  endif
-UKR_DEFINE(ukr_avx2, TG_T, 6, ROWS6, "avx2,fma")
-#  undef UV
-#  undef U_VL
-#  undef U_ZERO
-#  undef U_LOAD
-#  undef U_STORE
-#  undef U_BCAST
-#  undef U_FMA
-#  undef U_MUL
-#  undef U_SET1
-#  if TG_KERNELS == 32
-#    define UV             __m512
-#    define U_VL           16
-#    define U_ZERO()       _mm512_setzero_ps()
-#    define U_LOAD(p)      _mm512_loadu_ps(p)
-#    define U_STORE(p, v)  _mm512_storeu_ps(p, v)
-#    define U_BCAST(p)     _mm512_set1_ps(*(p))
-#    define U_FMA(x, y, z) _mm512_fmadd_ps(x, y, z)
-#    define U_MUL(x, y)    _mm512_mul_ps(x, y)
-#    define U_SET1(x)      _mm512_set1_ps(x)
-#  else
-#    define UV             __m512d
-#    define U_VL           8
-#    define U_ZERO()       _mm512_setzero_pd()
-#    define U_LOAD(p)      _mm512_loadu_pd(p)
-#    define U_STORE(p, v)  _mm512_storeu_pd(p, v)
-#    define U_BCAST(p)     _mm512_set1_pd(*(p))
-#    define U_FMA(x, y, z) _mm512_fmadd_pd(x, y, z)
-#    define U_MUL(x, y)    _mm512_mul_pd(x, y)
-#    define U_SET1(x)      _mm512_set1_pd(x)
-#  endif
-UKR_DEFINE(ukr_avx512, TG_T, 12, ROWS12, "avx512f,avx2,fma")
-#  undef UV
-#  undef U_VL
-#  undef U_ZERO
-#  undef U_LOAD
-#  undef U_STORE
-#  undef U_BCAST
-#  undef U_FMA
-#  undef U_MUL
-#  undef U_SET1
+#include "simd/vec_gemm_ukr.h"
 #endif
 
 /* ---- full-panel packers (see pack_a above): portable, width fixed at compile time ---- */

@@ -27,8 +27,10 @@ typedef enum tg__gemm_path {
     TG__GEMM_PATH_REF,        /* plain C loops, no buffers (the allocation-failure fallback) */
     TG__GEMM_PATH_COUNT
 } tg__gemm_path;
-/* The kernel in use: the best the CPU supports unless forced, by the call
- * below or the environment variable TG_GEMM_KERNEL=c|avx2|avx512 (read once). */
+/* The kernel in use: the one for the instruction set every vector kernel
+ * uses (tg__isa_auto, ops/simd/vec.h: the CPU's best, less TG_NO_SIMD /
+ * TG_NO_AVX512) unless forced, by the call below or the environment variable
+ * TG_GEMM_KERNEL=c|avx2|avx512 (read once). */
 tg__gemm_kernel tg__gemm_kernel_get(void);
 /* Force kernel k; returns false (and changes nothing) if the CPU lacks it.
  * k == TG__GEMM_KERNEL_COUNT goes back to the automatic choice. Not thread-safe

@@ -37,7 +37,9 @@
  * descriptors and registry row, then the portable kernels for float and
  * double at the end (the reference: TG_NO_SIMD=1, and the F64 path). The
  * float32 rows that the vector kernel of ops/simd/vec_topk.c takes are
- * chosen in run(), once per call, and go through topk_vec_rows.
+ * chosen in run(), once per call, and go through topk_vec_rows; the other
+ * float32 forward rows with k <= 64 go through the packed kernel
+ * (topk_packed_rows), float32 only since its key and index share 64 bits.
  */
 #ifndef TG_KERNELS /* ====================================== the op proper */
 
@@ -68,6 +70,8 @@ typedef struct { tg_node *n; bool backward; } topk_ctx;
 
 /* the portable kernels, float and double (end of this file) */
 TG_KERNEL_DECL(static void, topk_rows, (void *vctx, int64_t begin, int64_t end, int tid));
+/* the float32 rank key (kernel section), for the packed kernel of the op proper */
+static inline uint32_t rank_key_f32(float x, bool largest);
 
 static const tg_op op_topk, op_topk_indices;   /* the descriptors, after the backward */
 
@@ -135,6 +139,79 @@ static void topk_vec_rows(void *vctx, int64_t begin, int64_t end, int tid)
 }
 #endif
 
+/* float32, k <= TOPK_SMALL: the rank key and the complemented index packed
+ * into one uint64 (key high, ~index low), so the rank order is the integer
+ * order and every entry is distinct. The k best so far stay sorted in buf;
+ * later entries that beat the k-th best are appended to cand without a
+ * branch, and a full cand is sorted and merged into buf, raising the bar.
+ * For random data few entries pass the bar, so a row costs about n
+ * branch-free steps plus a few small sorts. */
+static void topk_sort_desc(uint64_t *a, int64_t m)
+{
+    for (int64_t i = 1; i < m; i++) {
+        uint64_t e = a[i];
+        int64_t p = i;
+        for (; p > 0 && a[p - 1] < e; p--) a[p] = a[p - 1];
+        a[p] = e;
+    }
+}
+
+/* buf[0..k) = the k largest of buf[0..k) and cand[0..c), descending */
+static void topk_merge(uint64_t *buf, int64_t k, uint64_t *cand, int64_t c)
+{
+    uint64_t out[TOPK_SMALL];
+    topk_sort_desc(cand, c);
+    int64_t i = 0, j = 0;
+    for (int64_t o = 0; o < k; o++) out[o] = (j >= c || buf[i] > cand[j]) ? buf[i++] : cand[j++];
+    memcpy(buf, out, (size_t)k * sizeof *buf);
+}
+
+static void topk_row_packed_f32(const float *x, int64_t n, int64_t xs, float *v, int64_t *ix,
+                                int64_t k, int64_t os, bool largest)
+{
+    uint64_t buf[TOPK_SMALL], cand[TOPK_SMALL];
+#define PACK(j) (((uint64_t)rank_key_f32(x[(j) * xs], largest) << 32) | (uint32_t)~(uint32_t)(j))
+    for (int64_t j = 0; j < k; j++) buf[j] = PACK(j);
+    topk_sort_desc(buf, k);
+    uint64_t bar = buf[k - 1];
+    int64_t c = 0;
+    for (int64_t j = k; j < n; j++) {
+        uint64_t p = PACK(j);
+        cand[c] = p;
+        c += p > bar;
+        if (c == k) {
+            topk_merge(buf, k, cand, c);
+            c = 0;
+            bar = buf[k - 1];
+        }
+    }
+#undef PACK
+    if (c) topk_merge(buf, k, cand, c);
+    for (int64_t j = 0; j < k; j++) {
+        int64_t i = (uint32_t)~(uint32_t)buf[j];
+        v[j * os] = x[i * xs];
+        ix[j * os] = i;
+    }
+}
+
+/* forward, float32 rows [begin, end) with k <= TOPK_SMALL and n < 2^32 (the
+ * index fits 32 bits): the packed kernel below; run() says which calls take it */
+static void topk_packed_rows(void *vctx, int64_t begin, int64_t end, int tid)
+{
+    const topk_ctx *c = vctx;
+    const topk_attr *a = c->n->attr;
+    int64_t n = a->n, k = a->k, in = a->inner;
+    int64_t *IX = c->n->buf[0].data;                       /* [outer, k, inner] */
+    const float *x = c->n->in[0]->value.data;              /* [outer, n, inner] */
+    float *v = c->n->value.data;                           /* [outer, k, inner] */
+    (void)tid;
+    for (int64_t r = begin; r < end; r++) {
+        int64_t o = r / in, i = r % in;
+        int64_t xb = o * n * in + i, ob = o * k * in + i;
+        topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+    }
+}
+
 static void run(tg_node *n, bool backward)
 {
     const topk_attr *a = n->attr;
@@ -149,6 +226,11 @@ static void run(tg_node *n, bool backward)
         return;
     }
 #endif
+    if (!backward && n->value.dtype == TG_F32 && a->k <= TOPK_SMALL &&
+        a->n <= (int64_t)UINT32_MAX) {
+        tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1), topk_packed_rows, &c);
+        return;
+    }
     tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
                     TG_DISPATCH(n->value.dtype, topk_rows), &c);
 }
@@ -306,11 +388,7 @@ static void TG_F(topk_row_heap)(const TG_T *x, int64_t n, int64_t xs, TG_T *v, i
  * broken by index separately): the IEEE bits made monotonic (sign flipped for
  * positives, all bits for negatives; -0.0 read as +0.0), complemented for
  * smallest; NaN is the top key for largest and 0 (last) for smallest. */
-#if TG_KERNELS == 32
-typedef uint32_t TG_F(key);
-#else
-typedef uint64_t TG_F(key);
-#endif
+typedef TG_U TG_F(key);
 static inline TG_F(key) TG_F(rank_key)(TG_T x, bool largest)
 {
     const TG_F(key) top = (TG_F(key))1 << (sizeof(TG_F(key)) * 8 - 1);
@@ -350,63 +428,6 @@ static void TG_F(topk_row_small)(const TG_T *x, int64_t n, int64_t xs, TG_T *v, 
     }
 }
 
-#if TG_KERNELS == 32
-/* float32, k <= TOPK_SMALL: the rank key and the complemented index packed
- * into one uint64 (key high, ~index low), so the rank order is the integer
- * order and every entry is distinct. The k best so far stay sorted in buf;
- * later entries that beat the k-th best are appended to cand without a
- * branch, and a full cand is sorted and merged into buf, raising the bar.
- * For random data few entries pass the bar, so a row costs about n
- * branch-free steps plus a few small sorts. */
-static void topk_sort_desc(uint64_t *a, int64_t m)
-{
-    for (int64_t i = 1; i < m; i++) {
-        uint64_t e = a[i];
-        int64_t p = i;
-        for (; p > 0 && a[p - 1] < e; p--) a[p] = a[p - 1];
-        a[p] = e;
-    }
-}
-
-/* buf[0..k) = the k largest of buf[0..k) and cand[0..c), descending */
-static void topk_merge(uint64_t *buf, int64_t k, uint64_t *cand, int64_t c)
-{
-    uint64_t out[TOPK_SMALL];
-    topk_sort_desc(cand, c);
-    int64_t i = 0, j = 0;
-    for (int64_t o = 0; o < k; o++) out[o] = (j >= c || buf[i] > cand[j]) ? buf[i++] : cand[j++];
-    memcpy(buf, out, (size_t)k * sizeof *buf);
-}
-
-static void topk_row_packed_f32(const float *x, int64_t n, int64_t xs, float *v, int64_t *ix,
-                                int64_t k, int64_t os, bool largest)
-{
-    uint64_t buf[TOPK_SMALL], cand[TOPK_SMALL];
-#define PACK(j) (((uint64_t)rank_key_f32(x[(j) * xs], largest) << 32) | (uint32_t)~(uint32_t)(j))
-    for (int64_t j = 0; j < k; j++) buf[j] = PACK(j);
-    topk_sort_desc(buf, k);
-    uint64_t bar = buf[k - 1];
-    int64_t c = 0;
-    for (int64_t j = k; j < n; j++) {
-        uint64_t p = PACK(j);
-        cand[c] = p;
-        c += p > bar;
-        if (c == k) {
-            topk_merge(buf, k, cand, c);
-            c = 0;
-            bar = buf[k - 1];
-        }
-    }
-#undef PACK
-    if (c) topk_merge(buf, k, cand, c);
-    for (int64_t j = 0; j < k; j++) {
-        int64_t i = (uint32_t)~(uint32_t)buf[j];
-        v[j * os] = x[i * xs];
-        ix[j * os] = i;
-    }
-}
-#endif
-
 /* rows [begin, end): forward selects; backward does dx[o, ix[j], i] += dv[o, j, i] */
 static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
 {
@@ -421,11 +442,6 @@ static void TG_F(topk_rows)(void *vctx, int64_t begin, int64_t end, int tid)
         if (!c->backward) {
             const TG_T *x = c->n->in[0]->value.data;       /* [outer, n, inner] */
             TG_T *v = c->n->value.data;                    /* [outer, k, inner] */
-#if TG_KERNELS == 32
-            if (k <= TOPK_SMALL && n <= (int64_t)UINT32_MAX)   /* the index fits 32 bits */
-                topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
-            else
-#endif
             if (k <= TOPK_SMALL)
                 TG_F(topk_row_small)(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
             else

@@ -24,6 +24,7 @@
 
 #include "gemm.h"
 #include "gemm_internal.h"
+#include "simd/vec.h"
 #include "internal.h"
 #include "threads.h"
 
@@ -632,4 +633,36 @@ Test(threads, works_after_fork)
     for (int i = 0; i < 64; i++) atomic_store(&hits[i], 0);
     tg_parallel_for(64, 1, visit_fn, &v);
     for (int i = 0; i < 64; i++) cr_assert(atomic_load(&hits[i]) == 1);
+}
+
+/* One choice of instruction set for every vector kernel (ops/simd/vec.h):
+ * the GEMM's automatic microkernel follows TG_NO_SIMD and TG_NO_AVX512 as
+ * the row kernels do; TG_GEMM_KERNEL still names one. */
+Test(gemm, kernel_follows_the_isa_switches)
+{
+    unsetenv("TG_GEMM_KERNEL");
+    unsetenv("TG_NO_AVX512");
+    setenv("TG_NO_SIMD", "1", 1);
+    cr_assert_eq(tg__isa_auto(), TG__ISA_PORTABLE);
+    tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
+    cr_assert_str_eq(tg__gemm_kernel_name(tg__gemm_kernel_get()), "c");
+    unsetenv("TG_NO_SIMD");
+    if (tg__isa_supported(TG__ISA_AVX2)) {
+        setenv("TG_NO_AVX512", "1", 1);
+        tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
+        cr_assert_str_eq(tg__gemm_kernel_name(tg__gemm_kernel_get()), "avx2");
+        unsetenv("TG_NO_AVX512");
+    }
+    tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
+    const char *best = tg__isa_supported(TG__ISA_AVX512) ? "avx512"
+                       : tg__isa_supported(TG__ISA_AVX2) ? "avx2" : "c";
+    cr_assert_str_eq(tg__gemm_kernel_name(tg__gemm_kernel_get()), best);
+    setenv("TG_NO_SIMD", "1", 1);
+    setenv("TG_GEMM_KERNEL", best, 1);
+    tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
+    cr_assert_str_eq(tg__gemm_kernel_name(tg__gemm_kernel_get()), best,
+                     "TG_GEMM_KERNEL names the kernel whatever TG_NO_SIMD says");
+    unsetenv("TG_NO_SIMD");
+    unsetenv("TG_GEMM_KERNEL");
+    tg__gemm_kernel_set(TG__GEMM_KERNEL_COUNT);
 }

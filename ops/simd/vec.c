@@ -100,6 +100,22 @@ static bool avx512_supported(void)
 static vec_switch vec_sw = {-1, "TG_NO_SIMD", tg__vec_supported};      /* the vector path */
 static vec_switch avx512_sw = {-1, "TG_NO_AVX512", avx512_supported};  /* AVX-512 on top */
 
+bool tg__isa_supported(tg__isa isa)
+{
+    switch (isa) {
+    case TG__ISA_PORTABLE: return true;
+    case TG__ISA_AVX2: return tg__vec_supported();
+    case TG__ISA_AVX512: return avx512_supported();
+    }
+    return false;
+}
+
+tg__isa tg__isa_auto(void)
+{
+    if (!switch_auto(&vec_sw)) return TG__ISA_PORTABLE;
+    return switch_auto(&avx512_sw) ? TG__ISA_AVX512 : TG__ISA_AVX2;
+}
+
 bool tg__vec_on(void) { return switch_on(&vec_sw); }
 bool tg__vec_set(int mode) { return switch_set(&vec_sw, mode); }
 bool tg__vec_avx512_on(void) { return tg__vec_on() && switch_on(&avx512_sw); }

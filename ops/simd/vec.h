@@ -39,6 +39,20 @@ extern "C" {
 #define TG_VEC 0
 #endif
 
+/* ---- the one choice of instruction set ----
+ * What the CPU has, less what the environment turns off: TG_NO_SIMD
+ * (non-empty, not "0": no vector kernel anywhere, the portable ones run) and
+ * TG_NO_AVX512 (AVX2 at most). Every vector kernel starts from it: the row
+ * kernels' switch below (tg__vec_on, tg__vec_avx512_on) and the GEMM's
+ * microkernel (ops/gemm.c, where TG_GEMM_KERNEL=c|avx2|avx512 can also name
+ * one). Tests and benchmarks force a path through the setters below and
+ * tg__gemm_kernel_set (ops/gemm_internal.h). */
+typedef enum tg__isa { TG__ISA_PORTABLE, TG__ISA_AVX2, TG__ISA_AVX512 } tg__isa;
+/* The CPU has isa (AVX2: with FMA and POPCNT; AVX-512: F, on top of AVX2). */
+bool tg__isa_supported(tg__isa isa);
+/* The best isa the CPU has that the environment allows (read at each call). */
+tg__isa tg__isa_auto(void);
+
 /* True when the vector routines are in use: the CPU has AVX2 and FMA, and
  * neither TG_NO_SIMD (non-empty, not "0") nor tg__vec_set(0) turned them off. */
 bool tg__vec_on(void);
