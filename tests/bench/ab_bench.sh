@@ -1,8 +1,9 @@
 #!/bin/sh
 # ab_bench.sh - two builds of tgraph side by side (a change against the commit
 # before it): for each layer config of bench_table.sh and the GEMM shapes,
-# `tgraph bench` of A then B, BENCH_ROUNDS times alternating (a load change
-# on a shared machine hits both), medians of each side and B / A.
+# `tgraph bench` of A and B, BENCH_ROUNDS times alternating (A B, B A, ...: a
+# load change on a shared machine hits both, and neither always runs second),
+# medians of each side and B / A.
 #
 #   sh tests/bench/ab_bench.sh OLD/build/tgraph NEW/build/tgraph
 #
@@ -35,7 +36,9 @@ printf '%s\n' "$CONFIGS" | while IFS='|' read -r name layer cfg; do
     at=; ai=; bt=; bi=; r=0
     while [ $r -lt "$ROUNDS" ]; do
         r=$((r + 1))
-        for side in A B; do
+        # A then B in odd rounds, B then A in even ones: neither always runs second
+        if [ $((r % 2)) = 1 ]; then order="A B"; else order="B A"; fi
+        for side in $order; do
             if [ $side = A ]; then tool=$A; else tool=$B; fi
             if [ "$layer" = gemm ]; then
                 set -- $cfg
