@@ -2,7 +2,10 @@
  * cmd_eval.c - `tgraph eval`: the test metrics of a checkpoint written by
  * `tgraph train` (the model and its configuration, the data, the split and
  * the scaler all come from the checkpoint), optionally on other data, with
- * the forecasts written as .npy.
+ * what Time-Series-Library's test writes: the forecasts and the truth as
+ * .npy, its metrics (mae, mse, rmse, mape, mspe) overall and per horizon
+ * step, and pictures: forecast windows (history, truth, forecast) and the
+ * error at each horizon step, as SVG.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,9 +20,16 @@
 
 #define CMD "eval"
 
+/* At most this many forecast windows in one --plot. */
+#define MAX_PLOT_WINDOWS 64
+
 /* One `tgraph eval` call: the command line, the checkpoint and what it rebuilds. */
 typedef struct {
     const char    *ckpt, *data, *preds;   /* --checkpoint, --data, --predictions */
+    const char    *truth, *metrics;       /* --truth (or true.npy beside pred.npy), --metrics */
+    const char    *plot, *hplot;          /* --plot, --horizon-plot */
+    const char    *plot_windows, *plot_channel;   /* --plot-windows, --plot-channel */
+    char          *truth_beside;          /* DIR/true.npy for --predictions DIR/pred.npy */
     bool           inverse, set_split;    /* --inverse; --split given */
     int64_t        threads;
     tg_split_spec  split;
@@ -29,10 +39,26 @@ typedef struct {
     int64_t        batch;
     tg_tl_data     td;
     tg_tl_model    m;
-    float         *pred;                  /* the forecasts, with --predictions */
-    tg_tensor     *out;
-    tg_tl_metrics  test;
+    float         *pred, *true_;          /* forecasts and truth [windows, pred_len, cols] */
+    tg_tl_metrics  test;                  /* scaled units, as train reports */
+    tg_tl_tsl      tsl, *by_step;         /* TSL's metrics in the output units; by step */
+    int64_t        zero_truths;
+    int64_t        win[MAX_PLOT_WINDOWS], n_win, channel;   /* what --plot draws */
 } eval_run;
+
+/* TSL's names: --predictions DIR/pred.npy without --truth puts the truth in
+ * DIR/true.npy. 0, or 2 after printing (out of memory). */
+static int truth_beside(eval_run *E)
+{
+    const char *p = E->preds;
+    if (E->truth || !p) return 0;
+    const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+    if (strcmp(base, "pred.npy")) return 0;
+    char *dir = tg_tl_dirname(p);
+    E->truth = E->truth_beside = dir ? tg_tl_path_join(dir, "true.npy") : NULL;
+    free(dir);
+    return E->truth ? 0 : tg_cli_fail(CMD, "out of memory");
+}
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
 static int parse_args(eval_run *E, int argc, char **argv)
@@ -54,6 +80,18 @@ static int parse_args(eval_run *E, int argc, char **argv)
             E->set_split = true;
         } else if (!strcmp(arg, "--predictions")) {
             if (!tg_args_value(&a, &E->preds)) return 2;
+        } else if (!strcmp(arg, "--truth")) {
+            if (!tg_args_value(&a, &E->truth)) return 2;
+        } else if (!strcmp(arg, "--metrics")) {
+            if (!tg_args_value(&a, &E->metrics)) return 2;
+        } else if (!strcmp(arg, "--plot")) {
+            if (!tg_args_value(&a, &E->plot)) return 2;
+        } else if (!strcmp(arg, "--plot-windows")) {
+            if (!tg_args_value(&a, &E->plot_windows)) return 2;
+        } else if (!strcmp(arg, "--plot-channel")) {
+            if (!tg_args_value(&a, &E->plot_channel)) return 2;
+        } else if (!strcmp(arg, "--horizon-plot")) {
+            if (!tg_args_value(&a, &E->hplot)) return 2;
         } else if (!strcmp(arg, "--inverse")) {
             E->inverse = true;
         } else if (!strcmp(arg, "--threads")) {
@@ -62,7 +100,10 @@ static int parse_args(eval_run *E, int argc, char **argv)
             return tg_cli_unknown(&a, arg);
         }
     }
-    return 0;
+    if (!E->plot && (E->plot_windows || E->plot_channel))
+        return tg_cli_fail(CMD, "%s chooses what --plot draws; give --plot FILE.svg too",
+                           E->plot_windows ? "--plot-windows" : "--plot-channel");
+    return truth_beside(E);
 }
 
 /* The checkpoint read and its metadata checked (a run of tgraph train whose
@@ -76,8 +117,11 @@ static bool read_checkpoint(eval_run *E)
         return false;
     }
     const tg_cli_file in[] = {{"--checkpoint", ckpt}, {"--data", data}};
-    const tg_cli_file out_file = {"--predictions", preds};
-    if (tg_cli_check_outputs(CMD, in, 2, &out_file, 1)) return false;
+    const tg_cli_file out_file[] = {{"--predictions", preds}, {"--truth", E->truth},
+                                    {"--metrics", E->metrics}, {"--plot", E->plot},
+                                    {"--horizon-plot", E->hplot}};
+    const int n_out = (int)(sizeof out_file / sizeof *out_file);
+    if (tg_cli_check_outputs(CMD, in, 2, out_file, n_out)) return false;
     if (E->threads && tg_threads_set((int)E->threads)) {
         tg_cli_fail(CMD, "--threads %s", tg_last_error());
         return false;
@@ -106,7 +150,7 @@ static bool read_checkpoint(eval_run *E)
     }
     /* the data is the checkpoint's unless --data says otherwise */
     const tg_cli_file cdata_file = {"(the checkpoint's data)", data ? NULL : cdata};
-    if (tg_cli_check_outputs(CMD, &cdata_file, 1, &out_file, 1)) return false;
+    if (tg_cli_check_outputs(CMD, &cdata_file, 1, out_file, n_out)) return false;
     if (!E->set_split && tg_split_parse(E->csplit, &E->split)) {
         tg_cli_fail(CMD, "--checkpoint %s: %s", ckpt, tg_last_error());
         return false;
@@ -139,48 +183,267 @@ static bool load_model(eval_run *E)
     return !tg_tl_data_prepare(CMD, td, &E->split, m->seq_len, m->pred_len, E->ck.scaler);
 }
 
-/* The forecasts [test windows, pred_len, channels] to --predictions, in scaled
- * units or (--inverse) the data's. */
-static bool write_predictions(eval_run *E)
+/* ---- what --plot draws ---- */
+
+/* --plot-windows I,J,...: test window indexes, each in range. */
+static bool parse_windows(eval_run *E)
 {
-    const tg_tl_data *td = &E->td;
-    const tg_tl_model *m = &E->m;
-    const float *pred = E->pred;
-    tg_tensor *out = E->out =
-        tg_tensor_new(TG_F32, 3, (int64_t[]){td->test.count, m->pred_len, m->cols});
-    if (!out) {
-        tg_cli_fail(CMD, "%s", tg_last_error());
-        return false;
+    const int64_t count = E->td.test.count;
+    const char *s = E->plot_windows;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || errno || (*end && *end != ',') || *s == '-' || *s == '+') {
+            tg_cli_fail(CMD, "--plot-windows '%s': expected window indexes like 0,10,20",
+                        E->plot_windows);
+            return false;
+        }
+        if (v >= count) {
+            tg_cli_fail(CMD, "--plot-windows: window %lld is out of range: the test split has "
+                        "%lld windows (0 to %lld)", v, (long long)count, (long long)count - 1);
+            return false;
+        }
+        if (E->n_win == MAX_PLOT_WINDOWS) {
+            tg_cli_fail(CMD, "--plot-windows: at most %d windows in one plot", MAX_PLOT_WINDOWS);
+            return false;
+        }
+        E->win[E->n_win++] = v;
+        s = *end ? end + 1 : end;
     }
-    float *o = out->data;
-    for (int64_t i = 0; i < out->numel; i++) {
-        int64_t c = i % m->cols;
-        o[i] = E->inverse ? (float)(pred[i] * td->scaler->std[c] + td->scaler->mean[c]) : pred[i];
+    if (!E->n_win) tg_cli_fail(CMD, "--plot-windows: no window given");
+    return E->n_win > 0;
+}
+
+/* --plot-channel C: a column name of the data, else an index 0..cols-1. */
+static bool parse_channel(eval_run *E)
+{
+    const tg_dataset *d = E->td.d;
+    const char *s = E->plot_channel;
+    for (int64_t c = 0; c < d->cols; c++)
+        if (d->names && d->names[c] && !strcmp(d->names[c], s)) return E->channel = c, true;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end != s && !*end && !errno && v >= 0 && v < d->cols) return E->channel = v, true;
+    char names[512] = "";
+    for (int64_t c = 0; c < d->cols && d->names; c++) {
+        size_t n = strlen(names);
+        if (n + 64 >= sizeof names) {
+            snprintf(names + n, sizeof names - n, ", ...");
+            break;
+        }
+        snprintf(names + n, sizeof names - n, "%s%.48s", c ? ", " : "", d->names[c]);
     }
-    if (tg_npy_save(E->preds, out)) {
-        tg_cli_fail(CMD, "--predictions %s", tg_last_error());
-        return false;
-    }
+    tg_cli_fail(CMD, "--plot-channel '%s': no such column (the data's columns: %s) nor an "
+                "index from 0 to %lld", s, names, (long long)d->cols - 1);
+    return false;
+}
+
+/* The windows and the channel --plot draws: by default 4 windows spread
+ * evenly over the test split, and the last column (TSL's target, 'OT'). */
+static bool choose_plot(eval_run *E)
+{
+    if (!E->plot) return true;
+    const int64_t count = E->td.test.count;
+    E->channel = E->td.d->cols - 1;
+    if (E->plot_channel && !parse_channel(E)) return false;
+    if (E->plot_windows) return parse_windows(E);
+    for (int64_t k = 0; k < 4 && k < count; k++)
+        E->win[E->n_win++] = count < 4 ? k : (k * (count - 1) + 1) / 3;
     return true;
 }
 
-/* The report: what was tested, where the forecasts went, the metrics and baselines. */
+/* ---- the outputs ---- */
+
+/* v (scaled, column c) in the output units: the data's with --inverse. */
+static float unit(const eval_run *E, double v, int64_t c)
+{
+    const tg_scaler *sc = E->td.scaler;
+    return E->inverse ? (float)(v * sc->std[c] + sc->mean[c]) : (float)v;
+}
+
+/* The truth of every test window (the pred_len rows after its input), and
+ * both arrays in the output units. */
+static void make_truth(eval_run *E)
+{
+    const tg_windows *w = &E->td.test;
+    const int64_t per = w->pred_len * w->cols;
+    for (int64_t i = 0; i < w->count; i++)
+        memcpy(E->true_ + i * per, w->z + (w->begin + i + w->seq_len) * w->cols,
+               (size_t)per * sizeof *E->true_);
+    if (!E->inverse) return;
+    for (int64_t i = 0; i < w->count * per; i++) {
+        E->pred[i] = unit(E, E->pred[i], i % w->cols);
+        E->true_[i] = unit(E, E->true_[i], i % w->cols);
+    }
+}
+
+/* [test windows, pred_len, channels] float32 to a .npy file. */
+static bool write_npy(const eval_run *E, const char *flag, const char *path, const float *v)
+{
+    const tg_tl_model *m = &E->m;
+    tg_tensor *t = tg_tensor_new(TG_F32, 3, (int64_t[]){E->td.test.count, m->pred_len, m->cols});
+    if (!t) {
+        tg_cli_fail(CMD, "%s", tg_last_error());
+        return false;
+    }
+    memcpy(t->data, v, (size_t)t->numel * sizeof *v);
+    bool ok = !tg_npy_save(path, t);
+    if (!ok) tg_cli_fail(CMD, "%s %s", flag, tg_last_error());
+    tg_tensor_free(t);
+    return ok;
+}
+
+static void csv_row(FILE *f, const tg_tl_tsl *m)
+{
+    fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g\n", m->mae, m->mse, m->rmse, m->mape, m->mspe);
+}
+
+static tg_status write_metrics_csv(FILE *f, void *ctx)
+{
+    const eval_run *E = ctx;
+    fprintf(f, "horizon,mae,mse,rmse,mape,mspe\nall");
+    csv_row(f, &E->tsl);
+    for (int64_t h = 0; h < E->m.pred_len; h++) {
+        fprintf(f, "%lld", (long long)h + 1);
+        csv_row(f, &E->by_step[h]);
+    }
+    return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
+}
+
+/* --metrics: FILE.npy is TSL's metrics.npy ([mae, mse, rmse, mape, mspe],
+ * float64); any other name a CSV with the overall row and one per step. */
+static bool write_metrics(eval_run *E)
+{
+    const char *p = E->metrics;
+    size_t n = strlen(p);
+    tg_status st;
+    if (n >= 4 && !strcmp(p + n - 4, ".npy")) {
+        tg_tensor *t = tg_tensor_new(TG_F64, 1, (int64_t[]){5});
+        if (!t) return tg_cli_fail(CMD, "%s", tg_last_error()), false;
+        double *v = t->data;
+        v[0] = E->tsl.mae, v[1] = E->tsl.mse, v[2] = E->tsl.rmse;
+        v[3] = E->tsl.mape, v[4] = E->tsl.mspe;
+        st = tg_npy_save(p, t);
+        tg_tensor_free(t);
+    } else {
+        st = tg_write_atomic(p, write_metrics_csv, E);
+    }
+    if (st) tg_cli_fail(CMD, "--metrics %s", tg_last_error());
+    return !st;
+}
+
+/* One panel of --plot: window i's history, truth and forecast of the channel. */
+static void plot_panel(const eval_run *E, int64_t i, double *xy, tg_series *s, char *title,
+                       size_t len, tg_plot_panel *p)
+{
+    const tg_windows *w = &E->td.test;
+    const int64_t L = w->seq_len, P = w->pred_len, c = E->channel, C = w->cols;
+    const int64_t row0 = w->begin + i;   /* the first input row of the data */
+    double *hx = xy, *hy = hx + L, *fx = hy + L, *ty = fx + P, *fy = ty + P;
+    for (int64_t k = 0; k < L; k++) hx[k] = (double)(row0 + k), hy[k] = unit(E, w->z[(row0 + k) * C + c], c);
+    for (int64_t k = 0; k < P; k++) {
+        fx[k] = (double)(row0 + L + k);
+        ty[k] = E->true_[(i * P + k) * C + c];
+        fy[k] = E->pred[(i * P + k) * C + c];
+    }
+    s[0] = (tg_series){"history", hx, hy, (int)L};
+    s[1] = (tg_series){"truth", fx, ty, (int)P};
+    s[2] = (tg_series){"forecast", fx, fy, (int)P};
+    const char *name = E->td.d->names ? E->td.d->names[c] : "";
+    snprintf(title, len, "test window %lld, channel %lld '%.64s': rows %lld-%lld in, %lld-%lld "
+             "forecast", (long long)i, (long long)c, name, (long long)row0,
+             (long long)(row0 + L - 1), (long long)(row0 + L), (long long)(row0 + L + P - 1));
+    static const char *const colours[3] = {"#1f77b4", "#2ca02c", "#d62728"};
+    *p = (tg_plot_panel){title, "time step (row of the data)",
+                         E->inverse ? "value (data units)" : "value (scaled)", s, 3,
+                         colours, true, (double)(row0 + L) - 0.5};
+}
+
+/* --plot: one panel per chosen window, stacked. */
+static bool write_plot(const eval_run *E)
+{
+    const int64_t n = E->n_win, per = 2 * (E->m.seq_len + 2 * E->m.pred_len);
+    double *xy = malloc(sizeof *xy * (size_t)(n * per));
+    tg_series *s = malloc(sizeof *s * (size_t)(3 * n));
+    tg_plot_panel *p = malloc(sizeof *p * (size_t)n);
+    char *titles = malloc((size_t)n * 256), top[256];
+    bool ok = xy && s && p && titles;
+    if (!ok) tg_cli_fail(CMD, "out of memory");
+    for (int64_t k = 0; ok && k < n; k++)
+        plot_panel(E, E->win[k], xy + k * per, s + 3 * k, titles + 256 * k, 256, p + k);
+    const char *src = strrchr(E->td.d->source, '/') ? strrchr(E->td.d->source, '/') + 1
+                                                      : E->td.d->source;
+    snprintf(top, sizeof top, "%s on %.60s: test forecasts (%s units)", E->model, src,
+             E->inverse ? "data" : "scaled");
+    if (ok && tg_svg_panels(E->plot, top, p, (int)n))
+        ok = false, tg_cli_fail(CMD, "--plot %s", tg_last_error());
+    free(xy), free(s), free(p), free(titles);
+    return ok;
+}
+
+/* --horizon-plot: the test MSE and MAE at each of the pred_len steps. */
+static bool write_horizon_plot(const eval_run *E)
+{
+    const int64_t P = E->m.pred_len;
+    double *v = malloc(sizeof *v * (size_t)(3 * P));
+    if (!v) return tg_cli_fail(CMD, "out of memory"), false;
+    for (int64_t h = 0; h < P; h++)
+        v[h] = (double)(h + 1), v[P + h] = E->by_step[h].mse, v[2 * P + h] = E->by_step[h].mae;
+    tg_series s[2] = {{"MSE", v, v + P, (int)P}, {"MAE", v, v + 2 * P, (int)P}};
+    char title[256];
+    snprintf(title, sizeof title, "%s: test error by horizon step (%lld windows)", E->model,
+             (long long)E->td.test.count);
+    bool ok = !tg_svg_lines(E->hplot, title, "horizon step",
+                            E->inverse ? "error (data units)" : "error (scaled units)", s, 2);
+    if (!ok) tg_cli_fail(CMD, "--horizon-plot %s", tg_last_error());
+    free(v);
+    return ok;
+}
+
+/* ---- the report ---- */
+
+static void report_files(const eval_run *E, FILE *rep)
+{
+    const char *u = E->inverse ? "data" : "scaled";
+    long long W = E->td.test.count, P = E->m.pred_len, C = E->m.cols;
+    if (E->preds)
+        fprintf(rep, "forecasts [%lld, %lld, %lld] (%s units) -> %s\n", W, P, C, u, E->preds);
+    if (E->truth)
+        fprintf(rep, "truth [%lld, %lld, %lld] (%s units) -> %s\n", W, P, C, u, E->truth);
+    if (E->metrics) fprintf(rep, "metrics (overall and by horizon step) -> %s\n", E->metrics);
+    if (E->plot)
+        fprintf(rep, "plot of %lld window%s, channel %lld '%s' -> %s\n", (long long)E->n_win,
+                E->n_win == 1 ? "" : "s", (long long)E->channel,
+                E->td.d->names ? E->td.d->names[E->channel] : "", E->plot);
+    if (E->hplot) fprintf(rep, "error by horizon step -> %s\n", E->hplot);
+}
+
+/* The report: what was tested, where the files went, TSL's metrics, then
+ * the one line of train with the baselines. */
 static bool report(eval_run *E)
 {
-    const char *preds = E->preds;
     const tg_tl_data *td = &E->td;
-    const tg_tl_model *m = &E->m;
     double rl, tm;
     if (tg_tl_baselines(CMD, td, &rl, &tm)) return false;
     char sp[64];
     tg_split_format(&E->split, sp, sizeof sp);
-    /* with --predictions - the forecasts are stdout: the report goes to stderr */
-    FILE *rep = preds && !strcmp(preds, "-") ? stderr : stdout;
+    /* with an output on stdout (-) the report goes to stderr */
+    const char *outs[] = {E->preds, E->truth, E->metrics, E->plot, E->hplot};
+    FILE *rep = stdout;
+    for (int i = 0; i < 5; i++)
+        if (outs[i] && !strcmp(outs[i], "-")) rep = stderr;
     fprintf(rep, "%s (epoch %lld of its run) on %s, split %s: %lld test windows\n", E->model,
            (long long)E->ck.epoch, td->d->source, sp, (long long)td->test.count);
-    if (preds)
-        fprintf(rep, "forecasts [%lld, %lld, %lld] (%s units) -> %s\n", (long long)td->test.count,
-               (long long)m->pred_len, (long long)m->cols, E->inverse ? "data" : "scaled", preds);
+    report_files(E, rep);
+    const tg_tl_tsl *t = &E->tsl;
+    fprintf(rep, "metrics (%s units): mae=%.6g mse=%.6g rmse=%.6g mape=%.6g mspe=%.6g",
+            E->inverse ? "data" : "scaled", t->mae, t->mse, t->rmse, t->mape, t->mspe);
+    if (E->zero_truths)
+        fprintf(rep, " (%lld truth values are 0: mape and mspe divide by them, as TSL does)",
+                (long long)E->zero_truths);
+    fprintf(rep, "\n");
     tg_tl_print_result(rep, &E->test, rl, tm);
     return true;
 }
@@ -188,13 +451,22 @@ static bool report(eval_run *E)
 /* Every test window through the model (0), 1 if evaluation failed, 2 otherwise. */
 static int evaluate(eval_run *E)
 {
-    int64_t per = E->m.pred_len * E->m.cols;
-    if (E->preds && !(E->pred = malloc(sizeof *E->pred * (size_t)(E->td.test.count * per)))) {
-        tg_cli_fail(CMD, "out of memory");
-        return 2;
-    }
+    const int64_t W = E->td.test.count, per = E->m.pred_len * E->m.cols;
+    if (!choose_plot(E)) return 2;
+    E->pred = malloc(sizeof *E->pred * (size_t)(W * per));
+    E->true_ = malloc(sizeof *E->true_ * (size_t)(W * per));
+    E->by_step = malloc(sizeof *E->by_step * (size_t)E->m.pred_len);
+    if (!E->pred || !E->true_ || !E->by_step) return tg_cli_fail(CMD, "out of memory");
     if (tg_tl_evaluate(CMD, "evaluation", &E->m, &E->td.test, &E->test, E->pred)) return 1;
-    if (E->preds && !write_predictions(E)) return 2;
+    make_truth(E);
+    if (tg_tl_tsl_metrics(CMD, E->pred, E->true_, W, E->m.pred_len, E->m.cols, &E->tsl,
+                          E->by_step, &E->zero_truths))
+        return 2;
+    if ((E->preds && !write_npy(E, "--predictions", E->preds, E->pred)) ||
+        (E->truth && !write_npy(E, "--truth", E->truth, E->true_)) ||
+        (E->metrics && !write_metrics(E)) || (E->plot && !write_plot(E)) ||
+        (E->hplot && !write_horizon_plot(E)))
+        return 2;
     return report(E) ? 0 : 2;
 }
 
@@ -205,8 +477,10 @@ static int run(int argc, char **argv)
     if (!(E.cfg = tg_config_new())) return tg_cli_fail(CMD, "out of memory");
     int rc = parse_args(&E, argc, argv);
     if (!rc) rc = read_checkpoint(&E) && load_model(&E) ? evaluate(&E) : 2;
-    tg_tensor_free(E.out);
     free(E.pred);
+    free(E.true_);
+    free(E.by_step);
+    free(E.truth_beside);
     tg_tl_model_free(&E.m);
     tg_tl_data_free(&E.td);
     tg_checkpoint_clear(&E.ck);
@@ -216,23 +490,48 @@ static int run(int argc, char **argv)
 
 const tg_cli_cmd tg_cmd_eval = {
     .name = "eval",
-    .summary = "test a checkpoint of tgraph train; optionally write its forecasts as .npy",
+    .summary = "test a checkpoint of tgraph train; write forecasts, truth, metrics and plots",
     .help =
         "usage: tgraph eval --checkpoint FILE [--data FILE.csv] [--split A,B,C]\n"
-        "                   [--predictions FILE.npy [--inverse]] [--threads N]\n\n"
+        "                   [--predictions FILE.npy] [--truth FILE.npy] [--inverse]\n"
+        "                   [--metrics FILE.csv|FILE.npy] [--plot FILE.svg\n"
+        "                   [--plot-windows I,J,...] [--plot-channel C]]\n"
+        "                   [--horizon-plot FILE.svg] [--threads N]\n\n"
         "Rebuilds the model a checkpoint of `tgraph train` was trained with (model,\n"
-        "config, batch size from its metadata), loads its weights and prints the test\n"
-        "MSE and MAE over every test window, in the units of the training run's\n"
-        "StandardScaler, next to the repeat-last and train-mean baselines, on the same\n"
-        "one line as tgraph train:\n"
-        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n\n"
+        "config, batch size from its metadata), loads its weights and runs every test\n"
+        "window. It prints Time-Series-Library's metrics (mae, mse, rmse, mape, mspe,\n"
+        "as its utils/metrics.py defines them) in the units of the written arrays, then\n"
+        "the test MSE and MAE in the units of the training run's StandardScaler next to\n"
+        "the repeat-last and train-mean baselines, on the same last line as train:\n"
+        "  metrics (scaled units): mae=0.372 mse=0.315 rmse=0.5612 mape=2.31 mspe=310.2\n"
+        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n"
+        "A truth of 0 makes mape and mspe inf (nan when its forecast is 0 too), as\n"
+        "numpy does in TSL; the metrics line then says how many truths are 0.\n\n"
         "  --data, --split   other data or another split (default: the run's); the\n"
         "                    scaler stays the one fitted on the run's training rows\n"
-        "  --predictions     write the forecasts [test windows, pred_len, channels],\n"
-        "                    float32, in scaled units (--inverse: in the data's units);\n"
-        "                    - writes them to stdout (and the report to stderr)\n\n"
+        "  --predictions F   the forecasts [test windows, pred_len, channels], float32\n"
+        "  --truth F         the truth of the same windows (the pred_len rows after\n"
+        "                    each input), same shape and units; --predictions\n"
+        "                    DIR/pred.npy (TSL's name) without --truth writes it to\n"
+        "                    DIR/true.npy\n"
+        "  --inverse         arrays, metrics and plots in the data's units (default:\n"
+        "                    scaled units, as TSL without --inverse)\n"
+        "  --metrics F       F.npy: TSL's metrics.npy, float64 [mae, mse, rmse, mape,\n"
+        "                    mspe]; any other name: CSV with the header\n"
+        "                    horizon,mae,mse,rmse,mape,mspe, a row 'all' over every\n"
+        "                    forecast value, then one row per horizon step 1..pred_len\n"
+        "  --plot F.svg      one panel per window: the channel's input history\n"
+        "                    (seq_len steps), truth and forecast (pred_len steps),\n"
+        "                    x = the row of the data\n"
+        "  --plot-windows L  test window indexes (0-based, as in the arrays; at most\n"
+        "                    64); default: 4 spread evenly over the test split\n"
+        "  --plot-channel C  a column name or index (0-based); default: the last\n"
+        "                    column (TSL's target, OT)\n"
+        "  --horizon-plot F  the test MSE and MAE at each of the pred_len steps\n"
+        "  Any one output may be - (stdout); the report then goes to stderr.\n\n"
         "examples:\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n"
-        "  tgraph eval --checkpoint runs/etth1/best.safetensors --predictions pred.npy\n",
+        "  tgraph eval --checkpoint runs/etth1/best.safetensors --predictions out/pred.npy \\\n"
+        "      --metrics out/metrics.csv --plot out/forecast.svg --horizon-plot out/horizon.svg\n",
     .run = run,
 };

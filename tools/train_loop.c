@@ -327,6 +327,44 @@ void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, 
     fflush(f);
 }
 
+const char *const tg_tl_tsl_names[5] = {"mae", "mse", "rmse", "mape", "mspe"};
+
+/* sums [4] of |e|, e^2, |e/t|, (e/t)^2 to the metrics over n elements */
+static tg_tl_tsl tsl_from_sums(const double *s, double n)
+{
+    tg_tl_tsl m = {s[0] / n, s[1] / n, sqrt(s[1] / n), s[2] / n, s[3] / n};
+    return m;
+}
+
+int tg_tl_tsl_metrics(const char *cmd, const float *pred, const float *truth, int64_t windows,
+                      int64_t pred_len, int64_t cols, tg_tl_tsl *all, tg_tl_tsl *by_step,
+                      int64_t *zero_truths)
+{
+    double *sum = calloc((size_t)(pred_len + 1) * 4, sizeof *sum);   /* [pred_len + 1][4] */
+    if (!sum) return tg_cli_fail(cmd, "out of memory");
+    int64_t zeros = 0;
+    for (int64_t w = 0; w < windows; w++)
+        for (int64_t h = 0; h < pred_len; h++) {
+            double *s = sum + 4 * h;
+            for (int64_t c = 0; c < cols; c++) {
+                int64_t k = (w * pred_len + h) * cols + c;
+                double t = truth[k], e = (double)pred[k] - t, r;
+                if (t != 0) r = e / t;
+                else r = e == 0 ? NAN : INFINITY, zeros++;   /* numpy: 0/0 nan, e/0 inf */
+                s[0] += fabs(e), s[1] += e * e, s[2] += fabs(r), s[3] += r * r;
+            }
+        }
+    double *tot = sum + 4 * pred_len;
+    for (int64_t h = 0; h < pred_len; h++) {
+        for (int j = 0; j < 4; j++) tot[j] += sum[4 * h + j];
+        if (by_step) by_step[h] = tsl_from_sums(sum + 4 * h, (double)windows * (double)cols);
+    }
+    *all = tsl_from_sums(tot, (double)windows * (double)pred_len * (double)cols);
+    if (zero_truths) *zero_truths = zeros;
+    free(sum);
+    return 0;
+}
+
 /* ---- the output directory ---- */
 
 const char *const tg_tl_run_files[6] = {"checkpoint.safetensors", "best.safetensors",

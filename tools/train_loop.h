@@ -100,6 +100,28 @@ int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_m
 /* The one line scripts parse. */
 void tg_tl_print_result(FILE *f, const tg_tl_metrics *test, double repeat_last, double train_mean);
 
+/* Time-Series-Library's forecasting metrics (utils/metrics.py), in the
+ * units of the arrays they are computed on: MAE = mean |p - t|, MSE =
+ * mean (p - t)^2, RMSE = sqrt(MSE), MAPE = mean |(p - t) / t|, MSPE =
+ * mean ((p - t) / t)^2. */
+typedef struct tg_tl_tsl {
+    double mae, mse, rmse, mape, mspe;
+} tg_tl_tsl;
+
+/* Their names in TSL's order (the order of its metrics.npy). */
+extern const char *const tg_tl_tsl_names[5];
+
+/* The metrics of forecasts pred against truth, both [windows, pred_len,
+ * cols], over every element (*all) and, when by_step is not NULL, at each
+ * horizon step h over the elements of that step (by_step[h], pred_len of
+ * them). A truth of 0 divides as numpy does: |(p - t) / t| is +inf (NaN when
+ * p is 0 too), so MAPE and MSPE become inf or NaN; *zero_truths (may be NULL)
+ * counts such elements. Accumulated in double. 0, or 2 after printing (out of
+ * memory). */
+int tg_tl_tsl_metrics(const char *cmd, const float *pred, const float *truth, int64_t windows,
+                      int64_t pred_len, int64_t cols, tg_tl_tsl *all, tg_tl_tsl *by_step,
+                      int64_t *zero_truths);
+
 /* The files of a run in its --out directory (each path allocated to fit). */
 typedef struct tg_tl_files {
     char *dir, *ckpt, *best, *csv, *svg, *dot, *dot_svg;

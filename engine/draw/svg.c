@@ -169,80 +169,156 @@ tg_status tg_svg_heatmap(const char *path, const tg_tensor *attn, const tg_heatm
 /* -------------------------------------------------------------- line plots */
 
 typedef struct {
-    const char *title, *xlabel, *ylabel;
-    const tg_series *s;
-    int n;
+    const char *title;
+    const tg_plot_panel *p;
+    int n, panel_h;
 } plot;
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                       "#8c564b"};
 
+enum { PLOT_W = 640, PLOT_L = 70, PLOT_R = 150, PLOT_T = 40, PLOT_B = 50 };
+
+/* The data's range over every finite point, rounded out to whole y ticks. */
+typedef struct { double x0, x1, y0, y1, xs, ys, pw, ph; int top; } frame;
+
+static frame panel_frame(const tg_plot_panel *p, int top, int height)
+{
+    frame r = {INFINITY, -INFINITY, INFINITY, -INFINITY, 0, 0, 0, 0, top};
+    for (int k = 0; k < p->n_series; k++)
+        for (int i = 0; i < p->series[k].n; i++) {
+            double x = p->series[k].x[i], y = p->series[k].y[i];
+            if (!isfinite(x) || !isfinite(y)) continue;
+            r.x0 = fmin(r.x0, x), r.x1 = fmax(r.x1, x), r.y0 = fmin(r.y0, y), r.y1 = fmax(r.y1, y);
+        }
+    if (!isfinite(r.x0)) r.x0 = 0, r.x1 = 1, r.y0 = 0, r.y1 = 1;
+    if (r.x1 == r.x0) r.x1 = r.x0 + 1;
+    if (r.y1 == r.y0) r.y1 = r.y0 + 1;
+    r.ys = nice_step(r.y1 - r.y0, 6), r.xs = nice_step(r.x1 - r.x0, 8);
+    r.y0 = floor(r.y0 / r.ys) * r.ys, r.y1 = ceil(r.y1 / r.ys) * r.ys;
+    r.pw = PLOT_W - PLOT_L - PLOT_R, r.ph = height - PLOT_T - PLOT_B;
+    return r;
+}
+
+static double px(const frame *r, double x) { return PLOT_L + (x - r->x0) / (r->x1 - r->x0) * r->pw; }
+static double py(const frame *r, double y)
+{
+    return r->top + PLOT_T + r->ph - (y - r->y0) / (r->y1 - r->y0) * r->ph;
+}
+
+/* The frame, grid, ticks and axis labels of one panel. */
+static void draw_axes(FILE *f, const tg_plot_panel *p, const frame *r, int height)
+{
+    const int T = r->top + PLOT_T;
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"14\">", PLOT_L, r->top + 24);
+    xml_text(f, p->title ? p->title : "");
+    fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%g\" height=\"%g\" fill=\"none\" "
+               "stroke=\"#444\"/>\n", PLOT_L, T, r->pw, r->ph);
+    for (double y = r->y0; y <= r->y1 + r->ys / 2; y += r->ys)
+        fprintf(f, "<line x1=\"%d\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n",
+                PLOT_L, PLOT_L + r->pw, py(r, y), py(r, y), PLOT_L - 4, py(r, y) + 3,
+                fabs(y) < r->ys / 1e6 ? 0 : y);
+    for (double x = ceil(r->x0 / r->xs) * r->xs; x <= r->x1 + r->xs / 1e6; x += r->xs)
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#444\"/>"
+                   "<text x=\"%.1f\" y=\"%g\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n",
+                px(r, x), px(r, x), T + r->ph, T + r->ph + 4, px(r, x), T + r->ph + 16, x);
+    fprintf(f, "<text x=\"%g\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">",
+            PLOT_L + r->pw / 2, r->top + height - 12);
+    xml_text(f, p->xlabel ? p->xlabel : "");
+    fprintf(f, "</text>\n<text x=\"16\" y=\"%g\" font-size=\"11\" text-anchor=\"middle\" "
+               "transform=\"rotate(-90 16 %g)\">", T + r->ph / 2, T + r->ph / 2);
+    xml_text(f, p->ylabel ? p->ylabel : "");
+    fprintf(f, "</text>\n");
+    if (p->mark && isfinite(p->mark_x) && p->mark_x >= r->x0 && p->mark_x <= r->x1)
+        fprintf(f, "<line class=\"mark\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%g\" "
+                   "stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n",
+                px(r, p->mark_x), px(r, p->mark_x), T, T + r->ph);
+}
+
+/* One panel at y offset `top`: axes, one polyline per series, the legend. */
+static void draw_panel(FILE *f, const tg_plot_panel *p, int top, int height)
+{
+    frame r = panel_frame(p, top, height);
+    draw_axes(f, p, &r, height);
+    const int T = top + PLOT_T;
+    for (int k = 0; k < p->n_series; k++) {
+        const tg_series *s = &p->series[k];
+        const char *c = p->colours && p->colours[k]
+                            ? p->colours[k]
+                            : palette[k % (int)(sizeof palette / sizeof *palette)];
+        fprintf(f, "<polyline class=\"series\" data-series=\"");
+        xml_text(f, s->name ? s->name : "");
+        fprintf(f, "\" fill=\"none\" stroke=\"");
+        xml_text(f, c);
+        fprintf(f, "\" stroke-width=\"1.6\" points=\"");
+        for (int i = 0; i < s->n; i++) {
+            double x = s->x[i], y = s->y[i];
+            if (isfinite(x) && isfinite(y)) fprintf(f, "%.1f,%.1f ", px(&r, x), py(&r, y));
+        }
+        fprintf(f, "\"/>\n<line x1=\"%g\" x2=\"%g\" y1=\"%d\" y2=\"%d\" stroke=\"",
+                PLOT_L + r.pw + 12, PLOT_L + r.pw + 32, T + 14 + 18 * k, T + 14 + 18 * k);
+        xml_text(f, c);
+        fprintf(f, "\" stroke-width=\"2\"/><text class=\"legend\" x=\"%g\" y=\"%d\" "
+                   "font-size=\"11\">", PLOT_L + r.pw + 36, T + 18 + 18 * k);
+        xml_text(f, s->name ? s->name : "");
+        fprintf(f, "</text>\n");
+    }
+}
+
 static tg_status write_lines(FILE *f, void *vctx)
 {
     const plot *p = vctx;
-    const int W = 640, H = 400, L = 70, R = 150, T = 40, B = 50;
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-    for (int k = 0; k < p->n; k++)
-        for (int i = 0; i < p->s[k].n; i++) {
-            double x = p->s[k].x[i], y = p->s[k].y[i];
-            if (!isfinite(x) || !isfinite(y)) continue;
-            x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
-        }
-    if (!isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-    if (x1 == x0) x1 = x0 + 1;
-    if (y1 == y0) y1 = y0 + 1;
-    double ys = nice_step(y1 - y0, 6), xs = nice_step(x1 - x0, 8);
-    y0 = floor(y0 / ys) * ys, y1 = ceil(y1 / ys) * ys;
-    double pw = W - L - R, ph = H - T - B;
-#define PX(x) (L + ((x) - x0) / (x1 - x0) * pw)
-#define PY(y) (T + ph - ((y) - y0) / (y1 - y0) * ph)
+    int head = p->title && *p->title ? 30 : 0, H = head + p->n * p->panel_h;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
                "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, "
-               "sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-    fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"14\">", L);
-    xml_text(f, p->title ? p->title : "");
-    fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%g\" height=\"%g\" fill=\"none\" "
-               "stroke=\"#444\"/>\n", L, T, pw, ph);
-    for (double y = y0; y <= y1 + ys / 2; y += ys)
-        fprintf(f, "<line x1=\"%d\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n",
-                L, L + pw, PY(y), PY(y), L - 4, PY(y) + 3, fabs(y) < ys / 1e6 ? 0 : y);
-    for (double x = ceil(x0 / xs) * xs; x <= x1 + xs / 1e6; x += xs)
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#444\"/>"
-                   "<text x=\"%.1f\" y=\"%g\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n",
-                PX(x), PX(x), T + ph, T + ph + 4, PX(x), T + ph + 16, x);
-    fprintf(f, "<text x=\"%g\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">", L + pw / 2, H - 12);
-    xml_text(f, p->xlabel ? p->xlabel : "");
-    fprintf(f, "</text>\n<text x=\"16\" y=\"%g\" font-size=\"11\" text-anchor=\"middle\" "
-               "transform=\"rotate(-90 16 %g)\">", T + ph / 2, T + ph / 2);
-    xml_text(f, p->ylabel ? p->ylabel : "");
-    fprintf(f, "</text>\n");
-    for (int k = 0; k < p->n; k++) {
-        const char *c = palette[k % (int)(sizeof palette / sizeof *palette)];
-        fprintf(f, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
-                   "points=\"", c);
-        for (int i = 0; i < p->s[k].n; i++) {
-            double x = p->s[k].x[i], y = p->s[k].y[i];
-            if (isfinite(x) && isfinite(y)) fprintf(f, "%.1f,%.1f ", PX(x), PY(y));
-        }
-        fprintf(f, "\"/>\n<line x1=\"%g\" x2=\"%g\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" "
-                   "stroke-width=\"2\"/><text x=\"%g\" y=\"%d\" font-size=\"11\">",
-                L + pw + 12, L + pw + 32, T + 14 + 18 * k, T + 14 + 18 * k, c, L + pw + 36,
-                T + 18 + 18 * k);
-        xml_text(f, p->s[k].name ? p->s[k].name : "");
+               "sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", PLOT_W,
+            H, PLOT_W, H);
+    if (head) {
+        fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"16\" font-weight=\"bold\">", PLOT_L);
+        xml_text(f, p->title);
         fprintf(f, "</text>\n");
     }
-#undef PX
-#undef PY
+    for (int i = 0; i < p->n; i++) {
+        fprintf(f, "<g class=\"panel\">\n");
+        draw_panel(f, &p->p[i], head + i * p->panel_h, p->panel_h);
+        fprintf(f, "</g>\n");
+    }
     fprintf(f, "</svg>\n");
     return ferror(f) ? tg_set_error(TG_ERR_IO, "plot: write failed") : TG_OK;
+}
+
+static tg_status check_series(const tg_series *s, int n)
+{
+    if (n < 0 || (n && !s)) return tg_set_error(TG_ERR_INVALID, "plot: bad series list");
+    for (int k = 0; k < n; k++)
+        if (s[k].n < 0 || (s[k].n && (!s[k].x || !s[k].y)))
+            return tg_set_error(TG_ERR_INVALID, "plot: series %d has %d points and no data", k,
+                                s[k].n);
+    return TG_OK;
 }
 
 tg_status tg_svg_lines(const char *path, const char *title, const char *xlabel,
                        const char *ylabel, const tg_series *series, int n_series)
 {
-    if (n_series < 0 || (n_series && !series))
-        return tg_set_error(TG_ERR_INVALID, "plot: bad series list");
-    plot p = {title, xlabel, ylabel, series, n_series};
+    tg_status st = check_series(series, n_series);
+    if (st) return st;
+    tg_plot_panel one = {title, xlabel, ylabel, series, n_series, NULL, false, 0};
+    plot p = {NULL, &one, 1, 400};
+    return tg_write_atomic(path, write_lines, &p);
+}
+
+tg_status tg_svg_panels(const char *path, const char *title, const tg_plot_panel *panels,
+                        int n_panels)
+{
+    TG__NONNULL(title, TG_ERR_INVALID);
+    TG__NONNULL(panels, TG_ERR_INVALID);
+    if (n_panels < 1 || n_panels > 256)
+        return tg_set_error(TG_ERR_INVALID, "plot: %d panels (1 to 256 can be drawn)", n_panels);
+    for (int i = 0; i < n_panels; i++) {
+        tg_status st = check_series(panels[i].series, panels[i].n_series);
+        if (st) return st;
+    }
+    plot p = {title, panels, n_panels, 300};
     return tg_write_atomic(path, write_lines, &p);
 }

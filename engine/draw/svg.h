@@ -31,9 +31,27 @@ typedef struct tg_series {
     int           n;
 } tg_series;
 
-/* A line plot of one or more series with axes, ticks, labels and a legend. */
+/* A line plot of one or more series with axes, ticks, labels and a legend.
+ * Each series is one <polyline class="series" data-series="NAME">. */
 tg_status tg_svg_lines(const char *path, const char *title, const char *xlabel,
                        const char *ylabel, const tg_series *series, int n_series);
+
+/* One panel of tg_svg_panels: a line plot as tg_svg_lines draws it. */
+typedef struct tg_plot_panel {
+    const char      *title, *xlabel, *ylabel;   /* NULL: none */
+    const tg_series *series;
+    int              n_series;
+    const char *const *colours;   /* n_series SVG colours ("#2ca02c", "black"); NULL: the
+                                   * palette's */
+    bool             mark;     /* draw a dashed vertical line at x = mark_x */
+    double           mark_x;
+} tg_plot_panel;
+
+/* Several line plots stacked top to bottom in one SVG under `title` ("" for
+ * none), each in a <g class="panel">. Errors: no panels or more than 256, a
+ * panel whose series list is missing, I/O. */
+tg_status tg_svg_panels(const char *path, const char *title, const tg_plot_panel *panels,
+                        int n_panels);
 
 #ifdef __cplusplus
 }
