@@ -375,7 +375,7 @@ static bool write_plot(const eval_run *E)
         plot_panel(E, E->win[k], xy + k * per, s + 3 * k, titles + 256 * k, 256, p + k);
     const char *src = strrchr(E->td.d->source, '/') ? strrchr(E->td.d->source, '/') + 1
                                                       : E->td.d->source;
-    snprintf(top, sizeof top, "%s on %.60s: test forecasts (%s units)", E->model, src,
+    snprintf(top, sizeof top, "%s on %.60s, test split (%s units)", E->model, src,
              E->inverse ? "data" : "scaled");
     if (ok && tg_svg_panels(E->plot, top, p, (int)n))
         ok = false, tg_cli_fail(CMD, "--plot %s", tg_last_error());

@@ -275,7 +275,7 @@ static tg_status write_lines(FILE *f, void *vctx)
                "sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", PLOT_W,
             H, PLOT_W, H);
     if (head) {
-        fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"16\" font-weight=\"bold\">", PLOT_L);
+        fprintf(f, "<text x=\"16\" y=\"22\" font-size=\"13\" font-weight=\"bold\">");
         xml_text(f, p->title);
         fprintf(f, "</text>\n");
     }
