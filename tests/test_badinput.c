@@ -219,7 +219,9 @@ Test(cli, run_flags_and_arguments)
     tt_expect_cli_error(ARGS("run", "nosuch", W, X, OUT), "'nosuch'", NULL);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--bogus"), "'--bogus'", NULL);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "extra"), "'extra'", NULL);
-    tt_expect_cli_error(ARGS("run", "attention_layer", X, OUT), "--weights", NULL);
+    /* no --weights is fine (PyTorch's init from --seed: tests/test_cli_aliases.c) */
+    tt_expect_cli_error(ARGS("run", "attention_layer", X, OUT, "--weights"), "--weights",
+                        "missing value");
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X), "--out", NULL);
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X, "--out"), "--out", "missing value");
     tt_expect_cli_error(ARGS("run", "attention_layer", W, X, OUT, "--grad-output", ORACLE "dy.npy"),

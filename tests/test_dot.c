@@ -106,9 +106,10 @@ Test(dot, collapse_keeps_edge_shapes_consistent)
 {
     /* output_attention: the unfused einsum / softmax / dropout / einsum chain */
     built b = build("attention_layer", (const char *[]){"output_attention=true"}, 1);
-    tg_dot_opts o = {.depth = 2};
+    tg_dot_opts o = {.depth = 1};
     char *t = dot_text(b.g, &o);
-    /* depth 2: the projections and inner_attention become boxes inside attention_layer */
+    /* depth 1 (counted from the layer's own modules): the projections and
+     * inner_attention become boxes inside attention_layer */
     cr_assert_eq(count(t, "subgraph cluster_"), 1);
     cr_assert_eq(count(t, "shape=box3d"), 5);
     cr_assert(strstr(t, "label=\"inner_attention\\n(4 ops)\""), "%s", t);
@@ -145,12 +146,11 @@ Test(dot, collapse_keeps_edge_shapes_consistent)
         cr_assert(found, "edge from %.*s labelled %s matches no tensor", (int)(p - src), src, shape);
     }
     free(t);
-    /* depth 1: the whole layer is one box */
-    o.depth = 1;
+    /* depth 2: below the modules' own depth, everything expanded */
+    o.depth = 2;
     t = dot_text(b.g, &o);
-    cr_assert_eq(count(t, "subgraph cluster_"), 0);
-    cr_assert_eq(count(t, "shape=box3d"), 1);
-    cr_assert(strstr(t, "n0 -> s1 [label=\"[2, 6, 16]\"]"), "%s", t);
+    cr_assert_eq(count(t, "subgraph cluster_"), 6);
+    cr_assert_eq(count(t, "shape=box3d"), 0);
     free(t);
     unbuild(&b);
 }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,19 +45,21 @@ static tg_status copy_rendering(FILE *f, void *vctx)
     return TG_OK;
 }
 
-/* Run `dot -T<fmt> in` and write what it prints to out through
- * tg_write_atomic: a file replaced only when dot succeeded, a device or FIFO
- * written in place, "-" stdout. */
-static int render(const char *in, const char *fmt, const char *flag, const char *out)
+/* Run `dot -T<fmt>` on the .dot text in the file of fd (from its start) and
+ * write what it prints to out through tg_write_atomic: a file replaced only
+ * when dot succeeded, a device or FIFO written in place, "-" stdout. */
+static int render(int fd, const char *fmt, const char *flag, const char *out)
 {
     char tfmt[16];
     snprintf(tfmt, sizeof tfmt, "-T%s", fmt);
-    char *args[] = {"dot", tfmt, (char *)in, NULL};
+    char *args[] = {"dot", tfmt, NULL};
     int fds[2];
-    if (pipe(fds) != 0) return tg_cli_fail("dot", "%s %s: pipe: %s", flag, out, strerror(errno));
+    if (lseek(fd, 0, SEEK_SET) != 0 || pipe(fds) != 0)
+        return tg_cli_fail("dot", "%s %s: %s", flag, out, strerror(errno));
     posix_spawn_file_actions_t fa;
     render_ctx r = {.fd = fds[0]};
     int err = posix_spawn_file_actions_init(&fa);
+    if (!err) err = posix_spawn_file_actions_adddup2(&fa, fd, STDIN_FILENO);
     if (!err) err = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
     if (!err) err = posix_spawn_file_actions_addclose(&fa, fds[0]);
     if (!err) err = posix_spawnp(&r.pid, "dot", &fa, NULL, args, environ);
@@ -67,80 +68,94 @@ static int render(const char *in, const char *fmt, const char *flag, const char 
     if (err) {
         close(fds[0]);
         return tg_cli_fail("dot", "Graphviz 'dot' is not installed, so %s %s was not rendered "
-                           "(the .dot file %s was written; apt-get install graphviz)", flag, out,
-                           in);
+                           "(apt-get install graphviz; -o FILE.dot alone needs no Graphviz)",
+                           flag, out);
     }
     tg_status st = tg_write_atomic(out, copy_rendering, &r);
     close(fds[0]);   /* a dot still writing gets EPIPE */
     if (!r.reaped) waitpid(r.pid, &r.status, 0);
-    if (st) return tg_cli_fail("dot", "%s %s (rendering %s)", flag, tg_last_error(), in);
+    if (st) return tg_cli_fail("dot", "%s %s", flag, tg_last_error());
     return 0;
+}
+
+/* One `tgraph dot` call: the command line. */
+typedef struct {
+    const char *layer, *out, *svg, *png;
+    tg_dot_opts o;
+    tg_config  *cfg;   /* the --set values */
+} dot_req;
+
+/* The command line; 2 (or the unknown argument's code) when it is wrong. */
+static int parse_args(dot_req *R, int argc, char **argv)
+{
+    tg_args a;
+    tg_args_init(&a, "dot", argc, argv);
+    const char *arg, *v;
+    int64_t depth = 0;
+    while ((arg = tg_args_next(&a))) {
+        if (!strcmp(arg, "--set")) {
+            if (!tg_args_value(&a, &v) || tg_cli_set("dot", R->cfg, v)) return 2;
+        } else if (!strcmp(arg, "--depth")) {
+            if (!tg_args_int(&a, 0, 64, &depth)) return 2;
+            R->o.depth = (int)depth;
+        } else if (!strcmp(arg, "--backward")) {
+            R->o.backward = true;
+        } else if (!strcmp(arg, "--rankdir")) {
+            if (!tg_args_value(&a, &v)) return 2;
+            if (!strcmp(v, "LR")) R->o.rankdir = TG_RANKDIR_LR;
+            else if (!strcmp(v, "TB")) R->o.rankdir = TG_RANKDIR_TB;
+            else return tg_cli_fail("dot", "--rankdir wants LR or TB, got '%s'", v);
+        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--out")) {
+            if (!tg_args_value(&a, &R->out)) return 2;
+        } else if (!strcmp(arg, "--svg")) {
+            if (!tg_args_value(&a, &R->svg)) return 2;
+        } else if (!strcmp(arg, "--png")) {
+            if (!tg_args_value(&a, &R->png)) return 2;
+        } else if (arg[0] != '-' && !R->layer) {
+            R->layer = arg;
+        } else {
+            return tg_cli_unknown(&a, arg);
+        }
+    }
+    if (!R->layer) return tg_cli_fail("dot", "missing LAYER (see tgraph layers)");
+    if (!R->out && !R->svg && !R->png)
+        return tg_cli_fail("dot", "missing -o FILE.dot, --svg FILE.svg or --png FILE.png "
+                           "(- for stdout)");
+    const tg_cli_file outs[] = {{"-o", R->out}, {"--svg", R->svg}, {"--png", R->png}};
+    return tg_cli_check_outputs("dot", NULL, 0, outs, 3);
+}
+
+/* The .dot text to -o, and rendered from an unnamed temporary copy to --svg
+ * and --png (so neither needs -o, and -o may be -). */
+static int write_outputs(const dot_req *R, const tg_graph *g)
+{
+    if (R->out && tg_graph_dot_save(g, &R->o, R->out))
+        return tg_cli_fail("dot", "-o %s", tg_last_error());
+    if (!R->svg && !R->png) return 0;
+    FILE *tf = tmpfile();
+    if (!tf) return tg_cli_fail("dot", "a temporary file for Graphviz: %s", strerror(errno));
+    int rc = 0;
+    if (tg_graph_dot(g, &R->o, tf) || fflush(tf)) rc = tg_cli_fail("dot", "%s", tg_last_error());
+    if (!rc && R->svg) rc = render(fileno(tf), "svg", "--svg", R->svg);
+    if (!rc && R->png) rc = render(fileno(tf), "png", "--png", R->png);
+    fclose(tf);
+    return rc;
 }
 
 static int run(int argc, char **argv)
 {
-    tg_args a;
-    tg_args_init(&a, "dot", argc, argv);
-    const char *layer = NULL, *out = NULL, *svg = NULL, *png = NULL, *arg, *v;
-    tg_dot_opts o = {0};
-    int64_t depth = 0;
-    tg_config *cfg = tg_config_new();
+    dot_req R = {0};
     tg_cli_layer c = {0};
-    int rc = 2;
-    if (!cfg) return tg_cli_fail("dot", "out of memory");
-    while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("dot", cfg, v)) goto done;
-        } else if (!strcmp(arg, "--depth")) {
-            if (!tg_args_int(&a, 0, 64, &depth)) goto done;
-            o.depth = (int)depth;
-        } else if (!strcmp(arg, "--backward")) {
-            o.backward = true;
-        } else if (!strcmp(arg, "--rankdir")) {
-            if (!tg_args_value(&a, &v)) goto done;
-            if (!strcmp(v, "LR")) o.rankdir = TG_RANKDIR_LR;
-            else if (!strcmp(v, "TB")) o.rankdir = TG_RANKDIR_TB;
-            else {
-                rc = tg_cli_fail("dot", "--rankdir wants LR or TB, got '%s'", v);
-                goto done;
-            }
-        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--out")) {
-            if (!tg_args_value(&a, &out)) goto done;
-        } else if (!strcmp(arg, "--svg")) {
-            if (!tg_args_value(&a, &svg)) goto done;
-        } else if (!strcmp(arg, "--png")) {
-            if (!tg_args_value(&a, &png)) goto done;
-        } else if (arg[0] != '-' && !layer) {
-            layer = arg;
-        } else {
-            rc = tg_cli_unknown(&a, arg);
-            goto done;
-        }
-    }
-    if (!layer) { rc = tg_cli_fail("dot", "missing LAYER (see tgraph layers)"); goto done; }
-    if (!out) { rc = tg_cli_fail("dot", "missing -o FILE.dot (- for stdout)"); goto done; }
-    const tg_cli_file outs[] = {{"-o", out}, {"--svg", svg}, {"--png", png}};
-    if (tg_cli_check_outputs("dot", NULL, 0, outs, 3)) goto done;
-    struct stat sb;
-    if ((svg || png) && (!strcmp(out, "-") || (stat(out, &sb) == 0 && !S_ISREG(sb.st_mode)))) {
-        rc = tg_cli_fail("dot", "--svg and --png render the file of -o, so -o %s must name a "
-                         "file", out);
-        goto done;
-    }
-    if (tg_cli_layer_build(&c, "dot", layer, cfg, NULL, TG_F32, NULL, true)) goto done;
+    if (!(R.cfg = tg_config_new())) return tg_cli_fail("dot", "out of memory");
+    int rc = parse_args(&R, argc, argv);
+    if (!rc) rc = tg_cli_layer_build(&c, "dot", R.layer, R.cfg, NULL, TG_F32, NULL, true);
     char title[256];
-    snprintf(title, sizeof title, "%s%s", layer, o.backward ? " (forward and backward)" : "");
-    o.title = title;
-    if (tg_graph_dot_save(c.g, &o, out)) {
-        rc = tg_cli_fail("dot", "-o %s", tg_last_error());
-        goto done;
-    }
-    if (svg && (rc = render(out, "svg", "--svg", svg))) goto done;
-    if (png && (rc = render(out, "png", "--png", png))) goto done;
-    rc = 0;
-done:
+    snprintf(title, sizeof title, "%s%s", R.layer ? R.layer : "",
+             R.o.backward ? " (forward and backward)" : "");
+    R.o.title = title;
+    if (!rc) rc = write_outputs(&R, c.g);
     tg_cli_layer_free(&c);
-    tg_config_free(cfg);
+    tg_config_free(R.cfg);
     return rc;
 }
 
@@ -149,17 +164,20 @@ const tg_cli_cmd tg_cmd_dot = {
     .summary = "draw a layer's graph as a Graphviz diagram, clustered by module",
     .help =
         "usage: tgraph dot LAYER [--set KEY=VALUE]... [--depth N] [--backward]\n"
-        "                  [--rankdir LR|TB] -o FILE.dot [--svg FILE.svg] [--png FILE.png]\n\n"
+        "                  [--rankdir LR|TB] [-o FILE.dot] [--svg FILE.svg] [--png FILE.png]\n\n"
         "Builds LAYER on inputs of the configured shape and writes its graph: one box per\n"
         "module scope (time_attention, MLP1, norm1, ...), ops labelled with their key\n"
         "attribute, every edge with the full shape of its tensor, parameters by state_dict\n"
-        "name. The same graph always gives the same bytes.\n"
-        "  --depth N    draw every module at depth N as one box (0: everything expanded)\n"
+        "name. The same graph always gives the same bytes. At least one of -o, --svg,\n"
+        "--png is needed.\n"
+        "  --depth N    draw every module N levels below the layer (or model) as one box,\n"
+        "               counted from the layer's own modules: 1 shows them as boxes\n"
+        "               (0: everything expanded); a module of constants only is not a box\n"
         "  --backward   add the gradient nodes beside the forward ones\n"
-        "  --svg/--png  also render with Graphviz's dot (must be installed)\n"
-        "  -o -         the .dot text to stdout (--svg and --png then need -o FILE)\n"
+        "  -o FILE.dot  the .dot text (--out is the same; - for stdout)\n"
+        "  --svg/--png  render with Graphviz's dot (must be installed); no -o needed\n"
         "  --svg -, --png -  the rendering to stdout\n\n"
-        "examples:\n  tgraph dot tsa -o tsa.dot --svg tsa.svg\n"
+        "examples:\n  tgraph dot tsa --svg tsa.svg\n"
         "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n"
         "  tgraph dot tsa -o - | dot -Tsvg > tsa.svg\n",
     .run = run,

@@ -251,10 +251,10 @@ static int parse_args(gc_args *G, int argc, char **argv)
             if (!tg_args_int(&a, 0, INT64_MAX, &G->seed)) return 2;
         } else if (!strcmp(arg, "--max-per-tensor")) {
             if (!tg_args_int(&a, 0, INT64_MAX, &G->max_per)) return 2;
-        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--shape")) {
+        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--input") || !strcmp(arg, "--shape")) {
             if (src->n == TG_OP_MAX_INPUTS)
                 return tg_cli_fail("gradcheck", "more than %d inputs", TG_OP_MAX_INPUTS);
-            src->is_file[src->n] = !strcmp(arg, "--in");
+            src->is_file[src->n] = strcmp(arg, "--shape") != 0;   /* --input: as tgraph op */
             if (!tg_args_value(&a, &src->text[src->n++])) return 2;
         } else if (arg[0] != '-' && !G->layer) {
             G->layer = arg;

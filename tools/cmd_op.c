@@ -129,6 +129,15 @@ typedef struct {
     tg_node         *L;                            /* what backward starts from */
 } op_run;
 
+/* One attribute, "KEY=VALUE" (--set, or bare). */
+static int set_attr(op_run *R, const char *item)
+{
+    if (tg_config_set(R->cfg, item))
+        return tg_cli_fail("op", "%s: attribute %s", R->name ? R->name : "--set",
+                           tg_last_error());
+    return 0;
+}
+
 /* The command line: files, the op's name and its attributes. */
 static int parse_args(op_run *R, int argc, char **argv)
 {
@@ -142,19 +151,21 @@ static int parse_args(op_run *R, int argc, char **argv)
             else print_markdown(stdout);
             R->listed = true;
             return 0;
-        } else if (!strcmp(arg, "--in")) {
+        } else if (!strcmp(arg, "--input") || !strcmp(arg, "--in")) {
             if (add_file(&a, &R->ins, TG_OP_MAX_INPUTS)) return 2;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
             if (add_file(&a, &R->outs, TG_OP_MAX_OUTPUTS)) return 2;
         } else if (!strcmp(arg, "--grad-output")) {
             if (add_file(&a, &R->dys, TG_OP_MAX_OUTPUTS)) return 2;
-        } else if (!strcmp(arg, "--grad")) {
+        } else if (!strcmp(arg, "--grads") || !strcmp(arg, "--grad")) {
             if (add_file(&a, &R->grads, TG_OP_MAX_INPUTS)) return 2;
+        } else if (!strcmp(arg, "--set")) {
+            const char *v;
+            if (!tg_args_value(&a, &v) || set_attr(R, v)) return 2;
         } else if (arg[0] != '-' && !R->name) {
             R->name = arg;
         } else if (arg[0] != '-' && strchr(arg, '=')) {
-            if (tg_config_set(R->cfg, arg))
-                return tg_cli_fail("op", "%s: attribute %s", R->name, tg_last_error());
+            if (set_attr(R, arg)) return 2;   /* the older spelling of --set */
         } else {
             return tg_cli_unknown(&a, arg);
         }
@@ -162,15 +173,40 @@ static int parse_args(op_run *R, int argc, char **argv)
     return 0;
 }
 
-/* The files checked against each other, the op found, its attributes read. */
+/* --input NAME=FILE: NAME, when it is one of the op's input names, must be
+ * that of input #i (inputs stay in PyTorch's order) and is dropped from
+ * *path; any other '=' is part of the file name. */
+static int input_path(const tg_op_def *op, int i, const char **path)
+{
+    const char *eq = strchr(*path, '=');
+    if (!eq) return 0;
+    size_t len = (size_t)(eq - *path);
+    bool known = false;
+    for (int k = 0; k < TG_OP_MAX_INPUTS && tg_op_input_at(op, k); k++) {
+        const char *nm = tg_op_input_at(op, k)->name;
+        known |= strlen(nm) == len && !strncmp(nm, *path, len);
+    }
+    if (!known) return 0;
+    const tg_op_input *spec = tg_op_input_at(op, i);
+    if (!spec || strlen(spec->name) != len || strncmp(spec->name, *path, len))
+        return tg_cli_fail("op", "%s: --input %s: input #%d is %s (the inputs go in PyTorch's "
+                           "order; see tgraph op %s --help)", op->name, *path, i + 1,
+                           spec ? spec->name : "past the last", op->name);
+    *path = eq + 1;
+    return 0;
+}
+
+/* The op found, its attributes read, the files checked against each other. */
 static int find_op(op_run *R)
 {
     char names[1024];
     tg_op_names(names, sizeof names);
-    if (check_files(&R->ins, &R->dys, &R->outs, &R->grads)) return 2;
     if (!R->name) return tg_cli_fail("op", "missing NAME (ops: %s; see tgraph op --help)", names);
     if (!(R->op = tg_op_find(R->name)))
         return tg_cli_fail("op", "unknown op '%s' (ops: %s)", R->name, names);
+    for (int i = 0; i < R->ins.n; i++)
+        if (input_path(R->op, i, &R->ins.path[i])) return 2;
+    if (check_files(&R->ins, &R->dys, &R->outs, &R->grads)) return 2;
     if (tg_op_call_init(&R->call, R->op, R->cfg)) return tg_cli_fail("op", "%s", tg_last_error());
     R->call_ok = true;
     return 0;
@@ -307,23 +343,26 @@ static int run(int argc, char **argv)
 /* ---- help, all from the registry (ops/registry.h) ---- */
 
 static const char usage_text[] =
-    "usage: tgraph op NAME [ATTR=VALUE]... --in FILE.npy [--in FILE.npy]...\n"
+    "usage: tgraph op NAME [--set ATTR=VALUE]... --input FILE.npy [--input FILE.npy]...\n"
     "                 --out FILE.npy [--out FILE.npy]...\n"
-    "                 [--grad-output FILE.npy]... [--grad FILE.npy]...\n"
+    "                 [--grad-output FILE.npy]... [--grads FILE.npy]...\n"
     "       tgraph op NAME --help     (the op's inputs, attributes and an example)\n\n"
     "Runs one op on .npy files (float32/float64, int64 indices, bool masks) and writes\n"
     "its outputs. NAME and ATTR are PyTorch's / einops' names; VALUE is an integer, a\n"
     "float (inf, -inf, nan), true/false, null (None), a list [2,3] or a string (quote\n"
-    "it for the shell: 'equation=blhe,bshe->bhls'). The graph is float64 when any float\n"
-    "input is, float32 otherwise; 0-d tensors stay 0-d.\n"
-    "  --in           the tensor arguments in PyTorch's positional order; 'null' stands\n"
-    "                 for an omitted optional one (layer_norm x null bias)\n"
+    "it for the shell: --set 'equation=blhe,bshe->bhls'). The graph is float64 when any\n"
+    "float input is, float32 otherwise; 0-d tensors stay 0-d.\n"
+    "  --set          an attribute (a bare ATTR=VALUE is the same)\n"
+    "  --input        the tensor arguments in PyTorch's positional order, as FILE or\n"
+    "                 NAME=FILE (NAME the op's name for that input, checked); 'null'\n"
+    "                 stands for an omitted optional one (layer_norm x null bias)\n"
     "  --out          the outputs in order (topk: values, then int64 indices; split: each\n"
     "                 piece)\n"
     "  --grad-output  dy for each float output, in order; then\n"
-    "  --grad         receives d sum(out * dy) for each float input that takes a\n"
+    "  --grads        receives d sum(out * dy) for each float input that takes a\n"
     "                 gradient, in order (mse_loss: both; cross_entropy: not weight)\n"
-    "One --out or --grad may be - (stdout); an output that is one of the input files\n"
+    "Aliases (as in tgraph run): --in for --input, --grad for --grads, -o for --out.\n"
+    "One --out or --grads may be - (stdout); an output that is one of the input files\n"
     "is refused before anything is written.\n"
     "Bad attributes, files, shapes or patterns: exit status 2 and one line on stderr.\n";
 
@@ -356,7 +395,7 @@ static void print_list(FILE *f)
 static void print_op(FILE *f, const tg_op_def *op)
 {
     int n_in = n_inputs(op), n_at = n_attrs(op);
-    fprintf(f, "tgraph op %s: %s\n\ninputs (--in, in order; [optional]; ... repeats):\n",
+    fprintf(f, "tgraph op %s: %s\n\ninputs (--input, in order; [optional]; ... repeats):\n",
             op->name, op->summary);
     if (!n_in) fputs("  none\n", f);
     for (int i = 0; i < n_in; i++) {
@@ -366,14 +405,14 @@ static void print_op(FILE *f, const tg_op_def *op)
         fprintf(f, "  %s%s%s%s%*s%s\n", opt ? "[" : "", in->name, opt ? "]" : "",
                 rep ? "..." : "", w < 15 ? 16 - w : 1, "", tg_op_input_kind_name(in->kind));
     }
-    fputs("attributes (NAME=TYPE: required; NAME=DEFAULT: optional):\n", f);
+    fputs("attributes (--set NAME=VALUE; NAME=TYPE: required; NAME=DEFAULT: optional):\n", f);
     if (!n_at && !op->axis_lengths) fputs("  none\n", f);
     tg_keys_print(f, op->attrs, n_at, 2);
     if (op->axis_lengths) fprintf(f, "  NAME=INT%*s an axis length of the pattern\n", 16, "");
     if (op->n_out < 0) fputs("outputs: one --out per piece (decided by the attributes)\n", f);
     else fprintf(f, "outputs: %d --out file%s\n", op->n_out, op->n_out == 1 ? "" : "s");
     if (op->no_grad) fprintf(f, "gradient: none (%s)\n", op->no_grad);
-    else fprintf(f, "gradient: to each float input that takes one (--grad-output/--grad)\n");
+    else fprintf(f, "gradient: to each float input that takes one (--grad-output/--grads)\n");
     if (op->notes) fprintf(f, "%s\n", op->notes);
     fprintf(f, "e.g. tgraph op %s\n", op->example);
 }

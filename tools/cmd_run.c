@@ -49,6 +49,8 @@ done:
 /* One `tgraph run` call: the command line and the layer it builds. */
 typedef struct {
     const char   *layer, *weights, *buffers, *out, *attn, *attn_svg, *dy_path, *grads;
+    const char   *save_weights;                       /* --save-weights */
+    int64_t       seed;                               /* --seed: the init without --weights */
     tg_config    *cfg;                                /* the --set values */
     tg_cli_inputs files;                              /* the --input NAME=FILE.npy */
     tg_cli_file   in[TG_MAX_LAYER_INPUTS + 3];        /* --input files, then the others */
@@ -66,11 +68,15 @@ static int parse_args(run_req *R, int argc, char **argv)
     while ((arg = tg_args_next(&a))) {
         if (!strcmp(arg, "--set")) {
             if (!tg_args_value(&a, &v) || tg_cli_set("run", R->cfg, v)) return 2;
-        } else if (!strcmp(arg, "--input")) {
+        } else if (!strcmp(arg, "--input") || !strcmp(arg, "--in")) {
             if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &R->files, v)) return 2;
             R->in[R->n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */
         } else if (!strcmp(arg, "--weights")) {
             if (!tg_args_value(&a, &R->weights)) return 2;
+        } else if (!strcmp(arg, "--seed")) {
+            if (!tg_args_int(&a, 0, INT64_MAX, &R->seed)) return 2;
+        } else if (!strcmp(arg, "--save-weights")) {
+            if (!tg_args_value(&a, &R->save_weights)) return 2;
         } else if (!strcmp(arg, "--buffers")) {
             if (!tg_args_value(&a, &R->buffers)) return 2;
         } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
@@ -81,7 +87,7 @@ static int parse_args(run_req *R, int argc, char **argv)
             if (!tg_args_value(&a, &R->attn_svg)) return 2;
         } else if (!strcmp(arg, "--grad-output")) {
             if (!tg_args_value(&a, &R->dy_path)) return 2;
-        } else if (!strcmp(arg, "--grads")) {
+        } else if (!strcmp(arg, "--grads") || !strcmp(arg, "--grad")) {
             if (!tg_args_value(&a, &R->grads)) return 2;
         } else if (arg[0] != '-' && !R->layer) {
             R->layer = arg;
@@ -96,7 +102,6 @@ static int parse_args(run_req *R, int argc, char **argv)
 static int check_args(run_req *R)
 {
     if (!R->layer) return tg_cli_fail("run", "missing LAYER (see tgraph layers)");
-    if (!R->weights) return tg_cli_fail("run", "missing --weights FILE.safetensors");
     if (!R->out) return tg_cli_fail("run", "missing --out FILE.npy");
     if (!!R->dy_path != !!R->grads)
         return tg_cli_fail("run", "--grad-output and --grads go together");
@@ -106,19 +111,32 @@ static int check_args(run_req *R)
     R->in[R->n_in++] = (tg_cli_file){"--buffers", R->buffers};
     R->in[R->n_in++] = (tg_cli_file){"--grad-output", R->dy_path};
     const tg_cli_file outs[] = {{"--out", R->out}, {"--attn", R->attn},
-                                {"--attn-svg", R->attn_svg}, {"--grads", R->grads}};
-    if (tg_cli_check_outputs("run", R->in, R->n_in, outs, 4)) return 2;
+                                {"--attn-svg", R->attn_svg}, {"--grads", R->grads},
+                                {"--save-weights", R->save_weights}};
+    if (tg_cli_check_outputs("run", R->in, R->n_in, outs, 5)) return 2;
     return 0;
 }
 
-/* The layer built on its inputs, its weights loaded (and the buffers file checked). */
+/* The layer built on its inputs, its weights loaded (or initialised like
+ * PyTorch from --seed, said on stderr), the buffers file checked, and the
+ * weights saved when asked. */
 static int load_layer(run_req *R)
 {
-    if (tg_cli_layer_build(&R->c, "run", R->layer, R->cfg, &R->files, TG_F32, NULL,
-                           R->dy_path != NULL))
+    tg_rng rng;
+    tg_rng_seed(&rng, (uint64_t)R->seed);
+    if (tg_cli_layer_build(&R->c, "run", R->layer, R->cfg, &R->files, TG_F32,
+                           R->weights ? NULL : &rng, R->dy_path != NULL))
         return 2;
-    if (tg_params_load(R->c.ps, R->weights, 0))
+    if (R->weights && tg_params_load(R->c.ps, R->weights, 0))
         return tg_cli_fail("run", "--weights %s", tg_last_error());
+    if (!R->weights && tg_params_count(R->c.ps) > 0)   /* one without parameters: nothing to say */
+        fprintf(stderr, "tgraph run: no --weights: %d parameter tensor%s of %s initialised like "
+                "PyTorch from --seed %lld\n", tg_params_count(R->c.ps),
+                tg_params_count(R->c.ps) == 1 ? "" : "s", R->layer, (long long)R->seed);
+    if (R->save_weights &&
+        tg_params_save(R->c.ps, R->save_weights, 1, (const char *[]){"format"},
+                       (const char *[]){"pt"}))
+        return tg_cli_fail("run", "--save-weights %s", tg_last_error());
     if (R->buffers) {
         tg_st_file *bf = NULL;
         if (tg_st_load(R->buffers, &bf)) return tg_cli_fail("run", "--buffers %s", tg_last_error());
@@ -175,27 +193,35 @@ static int run(int argc, char **argv)
 
 const tg_cli_cmd tg_cmd_run = {
     .name = "run",
-    .summary = "run a layer on PyTorch weights (safetensors) and .npy inputs; write y, A, grads",
+    .summary = "run a layer on PyTorch (or freshly initialised) weights and .npy inputs; write y, A, grads",
     .help =
-        "usage: tgraph run LAYER [--set KEY=VALUE]... --weights FILE.safetensors\n"
+        "usage: tgraph run LAYER [--set KEY=VALUE]... [--weights FILE.safetensors | --seed N]\n"
         "                  [--buffers FILE.safetensors] --input NAME=FILE.npy [--input ...]\n"
         "                  --out FILE.npy [--attn FILE.npy] [--attn-svg FILE.svg]\n"
-        "                  [--grad-output FILE.npy --grads FILE.safetensors]\n\n"
+        "                  [--grad-output FILE.npy --grads FILE.safetensors]\n"
+        "                  [--save-weights FILE.safetensors]\n\n"
         "Builds LAYER (see tgraph layers) in eval mode, loads its parameters by state_dict\n"
         "name (a missing, extra or misshaped tensor is an error naming it), runs it on the\n"
         "inputs and writes the output. Shape keys (B, L, b, ts_d, shape, ...) not given with\n"
         "--set are read off the input files; given ones must agree.\n"
+        "  --weights     the parameters by state_dict name; without it they are initialised\n"
+        "                like PyTorch's defaults from --seed N (default 0; one line on stderr)\n"
+        "  --save-weights  the parameters used (loaded or initialised), by state_dict name:\n"
+        "                loadable back with --weights or torch's load_state_dict\n"
         "  --attn        the attention weights, where the layer has them\n"
         "  --attn-svg    the same as a heatmap (every head of batch 0)\n"
         "  --grad-output dy; --grads then receives d sum(y*dy) for every parameter under its\n"
         "                own key and for every float input under input.NAME\n"
         "  --buffers     accepted and checked; buffers (pe, relative_position_index) are\n"
         "                recomputed\n"
-        "One of --out, --attn, --attn-svg, --grads may be - (stdout); an output that is one\n"
-        "of the input files is refused before anything is written.\n\n"
-        "example (a case written by shared/oracle/make_case.py tsa /tmp/tsa):\n"
+        "Aliases (as in tgraph op): --in for --input, --grad for --grads, -o for --out.\n"
+        "One of --out, --attn, --attn-svg, --grads, --save-weights may be - (stdout); an\n"
+        "output that is one of the input files is refused before anything is written.\n\n"
+        "examples (a case written by shared/oracle/make_case.py tsa /tmp/tsa):\n"
         "  tgraph run tsa --set factor=2 --weights /tmp/tsa/weights.safetensors \\\n"
         "      --input x=/tmp/tsa/x.npy --out y.npy \\\n"
-        "      --grad-output /tmp/tsa/dy.npy --grads grads.safetensors\n",
+        "      --grad-output /tmp/tsa/dy.npy --grads grads.safetensors\n"
+        "  tgraph run attention_layer --seed 1 --input queries=q.npy --input keys=k.npy \\\n"
+        "      --input values=v.npy --out y.npy --save-weights w.safetensors\n",
     .run = run,
 };

@@ -21,6 +21,8 @@ typedef struct {
     int            *box_of_scope;    /* scope -> collapsed ancestor scope, or -1 */
     int            *consumers;       /* node -> number of consumers */
     int            *box_ops;         /* scope -> ops folded into its box */
+    int            *n_below;         /* scope -> nodes in it and its descendants */
+    bool           *frameless;       /* scope -> its nodes drawn without a cluster */
     uint64_t       *seen;            /* edge dedupe set (open addressing, 0 = empty) */
     size_t          seen_cap;
     int             indent;
@@ -128,7 +130,8 @@ static void emit_node(dot_ctx *c, const tg_node *n)
 static void emit_box(dot_ctx *c, int s)
 {
     char label[400];
-    snprintf(label, sizeof label, "%s\n(%d ops)", c->g->scopes[s].name, c->box_ops[s]);
+    snprintf(label, sizeof label, "%s\n(%d op%s)", c->g->scopes[s].name, c->box_ops[s],
+             c->box_ops[s] == 1 ? "" : "s");
     out(c, "%*ss%d [label=", c->indent, "", s);
     quoted(c, label);
     out(c, ", shape=box3d, style=filled, fillcolor=\"#e1d5e7\", color=\"#9673a6\"];\n");
@@ -148,8 +151,9 @@ static void emit_box(dot_ctx *c, int s)
 static void emit_scope(dot_ctx *c, int s, int indent)
 {
     const tg_graph *g = c->g;
-    c->indent = indent + (s > 0 ? 2 : 0);
-    if (s > 0) {
+    bool frame = s > 0 && !c->frameless[s];
+    c->indent = indent + (frame ? 2 : 0);
+    if (frame) {
         out(c, "%*ssubgraph cluster_s%d {\n%*s  label=", indent, "", s, indent, "");
         quoted(c, g->scopes[s].name);
         out(c, "; style=\"rounded\"; color=\"#999999\"; fontcolor=\"#555555\";\n");
@@ -157,12 +161,12 @@ static void emit_scope(dot_ctx *c, int s, int indent)
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->scope == s && c->box_of_scope[s] < 0) emit_node(c, g->nodes[i]);
     for (int k = 1; k < g->n_scopes; k++) {
-        if (g->scopes[k].parent != s) continue;
+        if (g->scopes[k].parent != s || c->n_below[k] == 0) continue;   /* no empty cluster */
         if (c->box_of_scope[k] == k) emit_box(c, k);
-        else if (c->box_of_scope[k] < 0) emit_scope(c, k, indent + 2);
-        c->indent = indent + (s > 0 ? 2 : 0);
+        else if (c->box_of_scope[k] < 0) emit_scope(c, k, frame ? indent + 2 : indent);
+        c->indent = indent + (frame ? 2 : 0);
     }
-    if (s > 0) out(c, "%*s}\n", indent, "");
+    if (frame) out(c, "%*s}\n", indent, "");
 }
 
 static void emit_edges(dot_ctx *c)
@@ -191,6 +195,59 @@ static void emit_edges(dot_ctx *c)
     }
 }
 
+/* The scope depths count from: the root, or - while the scope holds no op of
+ * its own and exactly one child scope - that child (a layer built inside a
+ * scope of its own name counts from its modules). */
+static int base_depth(const dot_ctx *c, const int *own_ops)
+{
+    const tg_graph *g = c->g;
+    int base = 0;
+    for (;;) {
+        int child = -1, n_children = 0;
+        for (int k = base + 1; k < g->n_scopes; k++)
+            if (g->scopes[k].parent == base) child = k, n_children++;
+        if (own_ops[base] || n_children != 1) return g->scopes[base].depth;
+        base = child;
+    }
+}
+
+/* Each scope's box (the ancestor collapsed at the depth asked, or -1), the
+ * ops in each box and the consumers of each node. A box with no op (a
+ * scope of constants or parameters) is not drawn: its nodes are, without a
+ * frame; nor is a scope with no node at all. */
+static void assign_boxes(dot_ctx *c)
+{
+    const tg_graph *g = c->g;
+    int *own_ops = c->box_ops;   /* borrowed: scope -> ops directly in it */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tg_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_in; k++) c->consumers[n->in[k]->id]++;
+        c->n_below[n->scope]++;
+        own_ops[n->scope] += n->kind == TG_NODE_OP;
+    }
+    int depth = c->o.depth ? c->o.depth + base_depth(c, own_ops) : 0;
+    memset(own_ops, 0, (size_t)g->n_scopes * sizeof *own_ops);
+    for (int s = g->n_scopes - 1; s > 0; s--) c->n_below[g->scopes[s].parent] += c->n_below[s];
+    /* scopes are created after their parents, so one pass finds each box */
+    for (int s = 0; s < g->n_scopes; s++) {
+        int p = g->scopes[s].parent;
+        if (s == 0 || depth == 0) c->box_of_scope[s] = -1;
+        else if (p > 0 && c->box_of_scope[p] >= 0) c->box_of_scope[s] = c->box_of_scope[p];
+        else c->box_of_scope[s] = g->scopes[s].depth >= depth ? s : -1;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tg_node *n = g->nodes[i];
+        if (c->box_of_scope[n->scope] >= 0 && n->kind == TG_NODE_OP)
+            c->box_ops[c->box_of_scope[n->scope]]++;
+    }
+    for (int s = 1; s < g->n_scopes; s++) {
+        int box = c->box_of_scope[s];
+        if (box < 0 || c->box_ops[box] > 0) continue;
+        c->box_of_scope[s] = -1;   /* box_ops[box] is still read for its descendants */
+        c->frameless[s] = true;
+    }
+}
+
 tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
 {
     if (!g) return tg_set_error(TG_ERR_INVALID, "dot: graph is NULL");
@@ -202,28 +259,18 @@ tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
         return tg_set_error(TG_ERR_INVALID, "dot: depth must be >= 0, got %d", c.o.depth);
     c.box_of_scope = tg__calloc((size_t)g->n_scopes, sizeof *c.box_of_scope);
     c.box_ops = tg__calloc((size_t)g->n_scopes, sizeof *c.box_ops);
+    c.n_below = tg__calloc((size_t)g->n_scopes, sizeof *c.n_below);
+    c.frameless = tg__calloc((size_t)g->n_scopes, sizeof *c.frameless);
     c.consumers = tg__calloc((size_t)g->n_nodes + 1, sizeof *c.consumers);
     c.seen_cap = 64;
     while (c.seen_cap < 4 * (size_t)g->n_nodes * 4) c.seen_cap *= 2;
     c.seen = tg__calloc(c.seen_cap, sizeof *c.seen);
     tg_status st = TG_OK;
-    if (!c.box_of_scope || !c.box_ops || !c.consumers || !c.seen) {
+    if (!c.box_of_scope || !c.box_ops || !c.n_below || !c.frameless || !c.consumers || !c.seen) {
         st = tg_set_error(TG_ERR_NOMEM, "dot: out of memory");
         goto done;
     }
-    /* scopes are created after their parents, so one pass finds each box */
-    for (int s = 0; s < g->n_scopes; s++) {
-        int p = g->scopes[s].parent;
-        if (s == 0 || c.o.depth == 0) c.box_of_scope[s] = -1;
-        else if (p > 0 && c.box_of_scope[p] >= 0) c.box_of_scope[s] = c.box_of_scope[p];
-        else c.box_of_scope[s] = g->scopes[s].depth >= c.o.depth ? s : -1;
-    }
-    for (int i = 0; i < g->n_nodes; i++) {
-        const tg_node *n = g->nodes[i];
-        for (int k = 0; k < n->n_in; k++) c.consumers[n->in[k]->id]++;
-        if (c.box_of_scope[n->scope] >= 0 && n->kind == TG_NODE_OP)
-            c.box_ops[c.box_of_scope[n->scope]]++;
-    }
+    assign_boxes(&c);
     out(&c, "digraph tgraph {\n  graph [rankdir=%s, fontname=\"Helvetica\", fontsize=12, "
              "newrank=true, nodesep=0.25, ranksep=0.35",
         c.o.rankdir == TG_RANKDIR_LR ? "LR" : "TB");
@@ -241,6 +288,8 @@ tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
 done:
     tg__free(c.box_of_scope);
     tg__free(c.box_ops);
+    tg__free(c.n_below);
+    tg__free(c.frameless);
     tg__free(c.consumers);
     tg__free(c.seen);
     return st;

@@ -1,12 +1,12 @@
 /*
  * dot.h - a graph as a Graphviz diagram for documentation.
  *
- * One nested `subgraph cluster_*` per scope (labelled with its name), op nodes
- * labelled with the op and its key attribute ("einsum" / "blhe,bshe->bhls"),
- * every edge labelled with the full shape of the tensor on it, parameters
- * (named by their state_dict key), inputs, constants and outputs drawn
- * distinctly. Node ids are creation indices, so the same graph always gives
- * the same bytes (diffable in a repository).
+ * One nested `subgraph cluster_*` per scope holding a node (labelled with its
+ * name), op nodes labelled with the op and its key attribute ("einsum" /
+ * "blhe,bshe->bhls"), every edge labelled with the full shape of the tensor
+ * on it, parameters (named by their state_dict key), inputs, constants and
+ * outputs drawn distinctly. Node ids are creation indices, so the same graph
+ * always gives the same bytes (diffable in a repository).
  */
 #ifndef TG_DOT_H
 #define TG_DOT_H
@@ -24,7 +24,12 @@ typedef enum tg_rankdir { TG_RANKDIR_TB, TG_RANKDIR_LR } tg_rankdir;
 typedef struct tg_dot_opts {
     /* 0: every scope expanded. N > 0: every scope at depth N is drawn as one
      * box (with its input and output shapes on the edges); shallower scopes
-     * stay clusters. Depth 1 of a model shows its top-level modules only. */
+     * stay clusters. Depths count from the outermost scope that holds an op
+     * of its own or several child scopes, so a layer built inside a scope of
+     * its own name counts from its modules: depth 1 shows its modules (or a
+     * model's top-level modules) as boxes. A box with no op (a scope of
+     * constants or parameters only) is not drawn: its nodes are, without a
+     * frame; a scope with no node is never drawn. */
     int         depth;
     /* Add the backward pass: a gradient node per node that receives a
      * gradient, gradient edges running against the forward ones, and a dotted
