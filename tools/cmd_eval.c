@@ -122,7 +122,8 @@ static bool load_model(eval_run *E)
     tg_tl_model *m = &E->m;
     tg_tl_features features;
     const char *target;
-    if (tg_tl_config_parse(CMD, E->config, E->cfg) || tg_tl_layout_of(CMD, &E->ck, &features, &target) ||
+    if (tg_tl_config_parse(CMD, E->config, E->cfg) ||
+        tg_tl_layout_of(CMD, &E->ck, &features, &target) ||
         tg_tl_data_load(CMD, E->data ? E->data : E->cdata, td) ||
         tg_tl_data_layout(CMD, td, target, features))
         return false;

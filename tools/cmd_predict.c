@@ -72,7 +72,8 @@ static int parse_args(predict_run *P, int argc, char **argv)
 static int read_checkpoint(predict_run *P)
 {
     tg_checkpoint *ck = &P->ck;
-    if (tg_checkpoint_read(P->ckpt, ck)) return tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
+    if (tg_checkpoint_read(P->ckpt, ck))
+        return tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
     P->model = tg_checkpoint_meta(ck, "model"), P->config = tg_checkpoint_meta(ck, "config");
     if (!P->model || !P->config || !tg_checkpoint_meta(ck, "batch_size") || !ck->scaler)
         return tg_cli_fail(CMD, "--checkpoint %s: not a checkpoint of tgraph train (metadata "
@@ -182,8 +183,8 @@ static int forecast(predict_run *P)
     for (int64_t k = 0; k < m->pred_len * C; k++) {
         P->fc[k] = (double)p[k] * sc->std[k % C] + sc->mean[k % C];   /* as eval --inverse */
         if (!isfinite(P->fc[k]))
-            return tg_cli_fail(CMD, "forecast: step %lld of column '%s' is %g", (long long)(k / C) + 1,
-                               d->names[k % C], P->fc[k]);
+            return tg_cli_fail(CMD, "forecast: step %lld of column '%s' is %g",
+                               (long long)(k / C) + 1, d->names[k % C], P->fc[k]);
     }
     /* MS: only the target's forecast was trained */
     P->out_col0 = P->features == TG_TL_MS ? P->td.target : 0;

@@ -106,6 +106,7 @@ int tg_tl_layout_of(const char *cmd, const tg_checkpoint *ck, tg_tl_features *f,
     *target = tg_checkpoint_meta(ck, "target");
     *f = TG_TL_M;
     if (fs && tg_tl_features_parse(cmd, fs, f)) return 2;
+    if (*f == TG_TL_M) *target = NULL;   /* M does not use it: other data need not have it */
     return 0;
 }
 
@@ -234,7 +235,8 @@ int tg_tl_model_target(const char *cmd, tg_tl_model *m, int64_t channel)
 {
     m->target_only = true;
     m->target = channel;
-    tg_node *p = tg_narrow(m->gt, m->pred, 2, channel, 1), *y = tg_narrow(m->gt, m->y, 2, channel, 1);
+    tg_node *p = tg_narrow(m->gt, m->pred, 2, channel, 1);
+    tg_node *y = tg_narrow(m->gt, m->y, 2, channel, 1);
     m->loss = tg_mse_loss(m->gt, p, y, TG_REDUCTION_MEAN);
     if (tg_graph_error(m->gt)) return tg_cli_fail(cmd, "%s", tg_graph_error(m->gt));
     return 0;

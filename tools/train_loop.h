@@ -54,7 +54,7 @@ int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td);
  * 0, or 2 after printing (an unknown --target names the columns). */
 int tg_tl_data_layout(const char *cmd, tg_tl_data *td, const char *target, tg_tl_features f);
 /* The layout a checkpoint records (features, target; M and NULL when it has
- * none), checked. 0 or 2. */
+ * none; NULL for M, which does not use it), checked. 0 or 2. */
 int tg_tl_layout_of(const char *cmd, const tg_checkpoint *ck, tg_tl_features *f,
                     const char **target);
 /* The data's layout and dates into ck's metadata: columns, target,

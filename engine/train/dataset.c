@@ -134,7 +134,7 @@ tg_status tg_date_parse(const char *s, int64_t *t, tg_date_style *style)
 
 const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len)
 {
-    TG__NONNULL(buf, "");
+    TG__NONNULL(buf, NULL);
     if (!len) return buf;
     int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400), s = t - days * 86400, y, m, d;
     civil_from_days(days, &y, &m, &d);
@@ -154,7 +154,7 @@ const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len
 
 const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len)
 {
-    TG__NONNULL(buf, "");
+    TG__NONNULL(buf, NULL);
     if (seconds > 0 && seconds % 86400 == 0)
         tg__fmt(buf, len, "%lldd", (long long)(seconds / 86400));
     else if (seconds > 0 && seconds % 3600 == 0)
@@ -172,7 +172,8 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* d->freq: the most common step between rows (the smallest of equally common ones). */
+/* d->freq: the most common positive step between rows (the smallest of
+ * equally common ones); 0 when no row follows an earlier date. */
 static tg_status infer_freq(tg_dataset *d, const char *what)
 {
     d->freq = 0;
@@ -183,6 +184,7 @@ static tg_status infer_freq(tg_dataset *d, const char *what)
     for (int64_t i = 0; i < n; i++) step[i] = d->time[i + 1] - d->time[i];
     qsort(step, (size_t)n, sizeof *step, cmp_i64);
     for (int64_t i = 0; i < n; i++) {
+        if (step[i] <= 0) continue;
         run = i && step[i] == step[i - 1] ? run + 1 : 1;
         if (run > best) best = run, d->freq = step[i];
     }
@@ -389,8 +391,7 @@ static tg_status grow_rows(csv_parse *P)
     return TG_OK;
 }
 
-/* The date of the current row into d->time: a date in the first row's form,
- * later than the row before. */
+/* The date of the current row into d->time: a date in the first row's form. */
 static tg_status read_date(csv_parse *P)
 {
     tg_dataset *d = P->d;
@@ -407,14 +408,6 @@ static tg_status read_date(csv_parse *P)
                             "like the first row's date (%s)", P->what, (long long)P->lineno,
                             d->date_name, cell,
                             tg_date_format(d->time[0], d->date_style, first, sizeof first));
-    }
-    if (d->rows > 0 && t <= d->time[d->rows - 1]) {
-        char prev[32];
-        return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column 1 ('%s'): '%.40s' is not after the "
-                            "previous row's %s (dates must increase)", P->what,
-                            (long long)P->lineno, d->date_name, cell,
-                            tg_date_format(d->time[d->rows - 1], d->date_style, prev,
-                                           sizeof prev));
     }
     d->time[d->rows] = t;
     return TG_OK;

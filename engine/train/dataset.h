@@ -58,9 +58,10 @@ typedef struct tg_dataset {
     /* The date column, when the CSV's first column holds dates (else NULL, 0): */
     char          *date_name;   /* its header ("date"), owned */
     int64_t       *time;        /* [rows] seconds since 1970-01-01 00:00:00, the dates read
-                                   as UTC (no time zones), strictly increasing; owned */
-    int64_t        freq;        /* the most common step between consecutive rows, in seconds
-                                   (3600 for ETTh1, 900 for ETTm1); 0 with one row */
+                                   as UTC (no time zones); owned */
+    int64_t        freq;        /* the most common positive step between consecutive rows,
+                                   in seconds (3600 for ETTh1, 900 for ETTm1); 0 with one
+                                   row or none later than the one before */
     tg_date_style  date_style;  /* how the file writes them */
 } tg_dataset;
 
@@ -71,9 +72,10 @@ typedef struct tg_dataset {
  * otherwise. */
 tg_status tg_date_parse(const char *s, int64_t *t, tg_date_style *style);
 /* Write t in `style` into buf and return buf (a date-only style gets the
- * time of day too when t is not midnight). */
+ * time of day too when t is not midnight); NULL when buf is NULL. */
 const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len);
-/* A step in seconds as a short name: "1h", "15min", "1d", "30s", "90s". */
+/* A step in seconds as a short name: "1h", "15min", "1d", "30s", "90s"; into
+ * buf, which it returns (NULL when buf is NULL). */
 const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len);
 
 /* How messages name column c (0-based) of d: "FILE: column N ('name')",
@@ -85,9 +87,9 @@ const char *tg_dataset_column_name(const tg_dataset *d, int64_t c, char *buf, si
  * one row per time step. When the first cell of the first data row is not a
  * number, the first column is not a value column: when that cell starts like
  * a date (4 digits and '-'), the column is the date column and every row's
- * cell must be a date in the same form as the first (tg_date_parse), later
- * than the row before ("t.csv:5: column 1 ('date'): '2016-07-01 25:00:00' is
- * not a date ..."); d->time and d->freq hold them. Any other first column
+ * cell must be a date in the same form as the first (tg_date_parse): "t.csv:5:
+ * column 1 ('date'): '2016-07-01 25:00:00' is not a date ..."; d->time and
+ * d->freq hold them (dates out of order are read; predict refuses them). Any other first column
  * (names, ids) is skipped. Every other cell must be a finite number. Blank lines are
  * ignored; lines may end in \n, \r\n or a lone \r (old Mac files); a cell
  * may be "double quoted". A number is decimal, as pandas reads ETT files:
