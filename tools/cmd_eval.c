@@ -164,8 +164,12 @@ static bool load_model(eval_run *E)
     const char *ckpt = E->ckpt;
     tg_tl_data *td = &E->td;
     tg_tl_model *m = &E->m;
+    tg_tl_features features;
+    const char *target;
     if (tg_tl_config_parse(CMD, E->config, E->cfg) ||
-        tg_tl_data_load(CMD, E->data ? E->data : E->cdata, td))
+        tg_tl_layout_of(CMD, &E->ck, &features, &target) ||
+        tg_tl_data_load(CMD, E->data ? E->data : E->cdata, td) ||
+        tg_tl_data_layout(CMD, td, target, features))
         return false;
     if (td->d->cols != E->ck.scaler->cols) {
         tg_cli_fail(CMD, "--data %s has %lld columns; the model was trained on %lld",
@@ -174,7 +178,9 @@ static bool load_model(eval_run *E)
     }
     char src[64 + 4096];
     snprintf(src, sizeof src, "the config of checkpoint %.4000s", ckpt);
-    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td->d->cols, E->batch, NULL)) return false;
+    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td->d->cols, E->batch, NULL) ||
+        (features == TG_TL_MS && tg_tl_model_target(CMD, m, td->target)))
+        return false;
     if (tg_checkpoint_restore_params(&E->ck, m->ps)) {
         tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
         return false;

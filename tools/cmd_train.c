@@ -51,6 +51,8 @@ static const model_defaults defaults_table[] = {
 
 typedef struct settings {
     const char    *data, *model, *out, *resume;
+    const char    *target;     /* --target: NULL for OT or the last column */
+    tg_tl_features features;   /* --features M|S|MS */
     tg_split_spec       split;
     int64_t        epochs, batch, patience, seed, threads;
     double         lr, clip, weight_decay;
@@ -114,6 +116,7 @@ static int put_settings(tg_checkpoint *ck, const settings *s, const tg_tl_model 
     META("patience", "%lld", (long long)s->patience);
 #undef META
     if (st) return tg_cli_fail(CMD, "%s", tg_last_error());
+    if (tg_tl_put_data_meta(CMD, ck, td)) return 2;   /* columns, target, features, dates */
     return 0;
 }
 
@@ -155,6 +158,7 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
     if (tg_split_parse(split, &s->split) || tg_lr_schedule_parse(lradj, &s->lradj))
         return tg_cli_fail(CMD, "--resume %s: %s", ck->path, tg_last_error());
     if (parse_optim(optim, &s->optim)) return 2;
+    if (tg_tl_layout_of(CMD, ck, &s->features, &s->target)) return 2;   /* the run's layout */
     /* the ranges of the command line's options */
     if (meta_int(ck, "batch_size", 1, 4096, &s->batch) ||
         meta_int(ck, "seed", 0, INT64_MAX, &s->seed) ||
@@ -570,6 +574,11 @@ static int parse_option(job *j, tg_args *a, const char *arg)
         VALUE(&v);
         if (tg_split_parse(v, &s->split)) return tg_cli_fail(CMD, "--split %s", tg_last_error());
         s->set_split = true;
+    } else if (!strcmp(arg, "--target")) {
+        VALUE(&s->target);
+    } else if (!strcmp(arg, "--features")) {
+        VALUE(&v);
+        if (tg_tl_features_parse(CMD, v, &s->features)) return 2;
     } else if (!strcmp(arg, "--model")) {
         VALUE(&s->model);
         s->set_model = true;
@@ -710,12 +719,15 @@ static int build(job *j)
     const settings *s = &j->s;
     if (strcmp(s->data, TG_BUILTIN_DATA) && tg_file_id_of(s->data, &j->data_id))
         return tg_cli_fail(CMD, "--data %s", tg_last_error());
-    if (tg_tl_data_load(CMD, s->data, &j->td)) return 2;
+    if (tg_tl_data_load(CMD, s->data, &j->td) ||
+        tg_tl_data_layout(CMD, &j->td, s->target, s->features))
+        return 2;
     tg_rng init_rng;
     tg_rng_seed(&init_rng, (uint64_t)s->seed);
     if (tg_tl_model_build(CMD, &j->m, s->model, j->cfg, j->cfg_src ? j->cfg_src : "--set",
                           j->td.d->cols, s->batch, s->resume ? NULL : &init_rng))
         return 2;
+    if (s->features == TG_TL_MS && tg_tl_model_target(CMD, &j->m, j->td.target)) return 2;
     tg_graph_set_recompute(j->m.gt, s->recompute);
     if (tg_tl_data_prepare(CMD, &j->td, &s->split, j->m.seq_len, j->m.pred_len,
                            s->resume ? j->resume_ck.scaler : NULL))
@@ -877,6 +889,7 @@ const tg_cli_cmd tg_cmd_train = {
     .summary = "train a forecaster (crossformer, linear_forecast, ...) on a CSV file or built-in data",
     .help =
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
+        "                    [--features M|S|MS] [--target COL]\n"
         "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
         "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out DIR]\n"
         "                    [--overwrite] [--resume FILE [--allow-data-change]]\n"
@@ -932,9 +945,13 @@ const tg_cli_cmd tg_cmd_train = {
         "                   hash; other bytes are refused): the run's scaler is kept and\n"
         "                   the best epoch is chosen again on the new validation rows\n"
         "  --optim, --weight-decay, --clip   adam (default), adamw or sgd; weight decay\n"
-        "                   (default 0); clip the gradient norm (default: off)\n"
-        "\n",
+        "                   (default 0); clip the gradient norm (default: off)\n",
     .help_more =
+        "  --features M|S|MS  as TSL's run.py: M (default) every column in and out; S\n"
+        "                   the target column only; MS every column in, the loss and\n"
+        "                   metrics on the target's forecast\n"
+        "  --target COL     the target column (default OT when there is one, else the last)\n"
+        "\n"
         "A NaN/Inf stops the run naming the op (or parameter) that produced it; the\n"
         "last epoch's checkpoint stays as it was. So does a validation MSE above 1e10\n"
         "(scaled units: the data or the configuration is broken), naming the worst\n"

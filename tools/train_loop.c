@@ -55,8 +55,84 @@ int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *spl
     return 0;
 }
 
+const char *const tg_tl_features_names[3] = {"M", "S", "MS"};
+
+int tg_tl_features_parse(const char *cmd, const char *s, tg_tl_features *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, tg_tl_features_names[i])) {
+            *out = (tg_tl_features)i;
+            return 0;
+        }
+    return tg_cli_fail(cmd, "--features wants M (multivariate), S (univariate: the target "
+                       "only) or MS (multivariate in, the target out), got '%s'", s);
+}
+
+int tg_tl_data_layout(const char *cmd, tg_tl_data *td, const char *target, tg_tl_features f)
+{
+    tg_dataset *d = td->d;
+    size_t len = 1;
+    for (int64_t c = 0; c < d->cols; c++) len += strlen(d->names[c]) + 1;
+    if (!(td->columns = malloc(len))) return tg_cli_fail(cmd, "out of memory");
+    td->columns[0] = '\0';
+    for (int64_t c = 0; c < d->cols; c++) {
+        if (c) strcat(td->columns, "\n");
+        strcat(td->columns, d->names[c]);
+    }
+    int64_t t = tg_dataset_find_column(d, target ? target : "OT");
+    if (t < 0 && !target) t = d->cols - 1;
+    if (t < 0) {
+        for (char *p = td->columns; *p; p++)
+            if (*p == '\n') *p = ',';
+        tg_cli_fail(cmd, "--target %s: %s has no such column (its columns: %s)", target,
+                    d->source, td->columns);
+        free(td->columns);
+        td->columns = NULL;
+        return 2;
+    }
+    td->features = f;
+    td->target = t;
+    if (f == TG_TL_S) {
+        if (tg_dataset_keep_column(d, t)) return tg_cli_fail(cmd, "%s", tg_last_error());
+        td->target = 0;
+    }
+    return 0;
+}
+
+int tg_tl_layout_of(const char *cmd, const tg_checkpoint *ck, tg_tl_features *f,
+                    const char **target)
+{
+    const char *fs = tg_checkpoint_meta(ck, "features");
+    *target = tg_checkpoint_meta(ck, "target");
+    *f = TG_TL_M;
+    if (fs && tg_tl_features_parse(cmd, fs, f)) return 2;
+    if (*f == TG_TL_M) *target = NULL;   /* M does not use it: other data need not have it */
+    return 0;
+}
+
+int tg_tl_put_data_meta(const char *cmd, tg_checkpoint *ck, const tg_tl_data *td)
+{
+    const tg_dataset *d = td->d;
+    tg_status st = tg_checkpoint_set_meta(ck, "columns", td->columns ? td->columns : "");
+    if (!st) st = tg_checkpoint_set_meta(ck, "target", d->names[td->target]);
+    if (!st) st = tg_checkpoint_set_meta(ck, "features", tg_tl_features_names[td->features]);
+    if (!st && d->time) {
+        char first[32], last[32], freq[32];
+        tg_date_format(d->time[0], d->date_style, first, sizeof first);
+        tg_date_format(d->time[d->rows - 1], d->date_style, last, sizeof last);
+        snprintf(freq, sizeof freq, "%lld", (long long)d->freq);
+        st = tg_checkpoint_set_meta(ck, "date.column", d->date_name);
+        if (!st) st = tg_checkpoint_set_meta(ck, "date.first", first);
+        if (!st) st = tg_checkpoint_set_meta(ck, "date.last", last);
+        if (!st) st = tg_checkpoint_set_meta(ck, "date.freq", freq);
+    }
+    if (st) return tg_cli_fail(cmd, "%s", tg_last_error());
+    return 0;
+}
+
 void tg_tl_data_free(tg_tl_data *td)
 {
+    free(td->columns);
     tg_dataset_free(td->d);
     tg_scaler_free(td->scaler);
     free(td->z);
@@ -152,6 +228,17 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     if (tg_layer_build(m->layer, m->ge, (tg_node *const[]){m->ex}, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
     m->epred = out.y;
+    return 0;
+}
+
+int tg_tl_model_target(const char *cmd, tg_tl_model *m, int64_t channel)
+{
+    m->target_only = true;
+    m->target = channel;
+    tg_node *p = tg_narrow(m->gt, m->pred, 2, channel, 1);
+    tg_node *y = tg_narrow(m->gt, m->y, 2, channel, 1);
+    m->loss = tg_mse_loss(m->gt, p, y, TG_REDUCTION_MEAN);
+    if (tg_graph_error(m->gt)) return tg_cli_fail(cmd, "%s", tg_graph_error(m->gt));
     return 0;
 }
 
@@ -269,6 +356,7 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
             /* the target rows follow the input rows straight on */
             const float *t = w->z + (w->begin + start + i + w->seq_len) * w->cols;
             for (int64_t k = 0; k < per; k++) {
+                if (m->target_only && k % m->cols != m->target) continue;   /* MS */
                 double e = (double)p[i * per + k] - (double)t[k];
                 se += e * e;
                 ae += fabs(e);
@@ -283,12 +371,12 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
         }
         if (pred) memcpy(pred + start * per, p, (size_t)(n * per) * sizeof *p);
     }
-    double cnt = (double)w->count * (double)per;
+    double cnt = (double)w->count * (double)(m->target_only ? m->pred_len : per);
     out->mse = se / cnt;
     out->mae = ae / cnt;
     for (int64_t c = 0; c < m->cols; c++)
         if (c == 0 || col_se[c] > col_se[out->worst_col]) out->worst_col = c;
-    out->worst_col_mse = col_se[out->worst_col] / (cnt / (double)m->cols);
+    out->worst_col_mse = col_se[out->worst_col] / (double)(w->count * m->pred_len);
     free(col_se);
     return 0;
 }
@@ -308,12 +396,13 @@ int tg_tl_baselines(const char *cmd, const tg_tl_data *td, double *repeat_last_m
         const float *last = w->z + (w->begin + i + w->seq_len - 1) * C;
         const float *t = last + C;   /* [pred_len, C] targets */
         for (int64_t k = 0; k < w->pred_len * C; k++) {
+            if (td->features == TG_TL_MS && k % C != td->target) continue;
             double a = (double)t[k] - last[k % C], d = (double)t[k] - mean[k % C];
             s_last += a * a;
             s_mean += d * d;
         }
     }
-    double cnt = (double)w->count * (double)(w->pred_len * C);
+    double cnt = (double)w->count * (double)(w->pred_len * (td->features == TG_TL_MS ? 1 : C));
     *repeat_last_mse = s_last / cnt;
     *train_mean_mse = s_mean / cnt;
     free(mean);

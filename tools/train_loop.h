@@ -25,9 +25,20 @@
 #define TG_BUILTIN_SEED  0
 #define TG_BUILTIN_SPLIT "0.7,0.1,0.2"
 
+/* TSL's --features: M multivariate in and out; S univariate (the target
+ * column only); MS multivariate in, univariate out (the model forecasts every
+ * channel; the loss and the metrics take the target's). */
+typedef enum tg_tl_features { TG_TL_M, TG_TL_S, TG_TL_MS } tg_tl_features;
+extern const char *const tg_tl_features_names[3];   /* "M", "S", "MS" */
+/* 0, or 2 after printing for `cmd` ("--features wants M, S or MS"). */
+int tg_tl_features_parse(const char *cmd, const char *s, tg_tl_features *out);
+
 /* The data side: the series, its split, the scaler and the windows. */
 typedef struct tg_tl_data {
     tg_dataset   *d;
+    tg_tl_features features;  /* tg_tl_data_layout's */
+    int64_t       target;     /* the target's channel in d, after the layout */
+    char         *columns;    /* the file's value columns before the layout, '\n'-joined */
     tg_split_spec      split;
     tg_split_rows rows;
     tg_scaler    *scaler;    /* owned */
@@ -38,6 +49,18 @@ typedef struct tg_tl_data {
 /* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d. Returns 0 or 2
  * after printing one line for `cmd`. */
 int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td);
+/* The layout: the target column (NULL: OT when there is one, else the
+ * last) and, for S, d cut down to it. Records the file's columns first.
+ * 0, or 2 after printing (an unknown --target names the columns). */
+int tg_tl_data_layout(const char *cmd, tg_tl_data *td, const char *target, tg_tl_features f);
+/* The layout a checkpoint records (features, target; M and NULL when it has
+ * none; NULL for M, which does not use it), checked. 0 or 2. */
+int tg_tl_layout_of(const char *cmd, const tg_checkpoint *ck, tg_tl_features *f,
+                    const char **target);
+/* The data's layout and dates into ck's metadata: columns, target,
+ * features, and with a date column date.column, date.first, date.last,
+ * date.freq (seconds). 0 or 2. */
+int tg_tl_put_data_meta(const char *cmd, tg_checkpoint *ck, const tg_tl_data *td);
 /* Resolve the split for seq_len/pred_len, take the scaler (fitted on the
  * training rows when `scaler` is NULL, else a copy of it), scale and window. */
 int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,
@@ -56,6 +79,9 @@ typedef struct tg_tl_model {
     /* forward-only evaluation graph on the same parameters */
     tg_graph   *ge;
     tg_node    *ex, *epred;
+    /* --features MS: the loss and the metrics take channel `target` only */
+    bool        target_only;
+    int64_t     target;
 } tg_tl_model;
 
 /* Create `name` from cfg with enc_in = cols and B = batch (set when the
@@ -66,6 +92,10 @@ typedef struct tg_tl_model {
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
                       const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng);
 void tg_tl_model_free(tg_tl_model *m);
+/* --features MS: the training loss on channel `channel` of the forecast
+ * only (TSL's f_dim = -1 with the target last), and tg_tl_evaluate's
+ * metrics too. 0 or 2. */
+int tg_tl_model_target(const char *cmd, tg_tl_model *m, int64_t channel);
 
 /* The layer's full configuration as "KEY=VALUE" lines (every key, defaults
  * included), for checkpoints; parsed back with tg_tl_config_parse. */

@@ -26,7 +26,170 @@ void tg_dataset_free(tg_dataset *d)
     tg__free(d->names);
     tg__free(d->data);
     tg__free(d->source);
+    tg__free(d->date_name);
+    tg__free(d->time);
     tg__free(d);
+}
+
+tg_status tg_dataset_keep_column(tg_dataset *d, int64_t col)
+{
+    TG__NONNULL(d, TG_ERR_INVALID);
+    if (col < 0 || col >= d->cols)
+        return tg_set_error(TG_ERR_INVALID, "%s: no value column %lld (it has %lld)",
+                            d->source ? d->source : "data", (long long)col + 1,
+                            (long long)d->cols);
+    for (int64_t r = 0; r < d->rows; r++) d->data[r] = d->data[r * d->cols + col];
+    for (int64_t c = 0; c < d->cols; c++)
+        if (c != col) tg__free(d->names[c]);
+    d->names[0] = d->names[col];
+    d->skipped_cols += col;
+    d->cols = 1;
+    return TG_OK;
+}
+
+int64_t tg_dataset_find_column(const tg_dataset *d, const char *name)
+{
+    TG__NONNULL(d, -1);
+    TG__NONNULL(name, -1);
+    for (int64_t c = 0; c < d->cols; c++)
+        if (d->names[c] && !strcmp(d->names[c], name)) return c;
+    return -1;
+}
+
+/* ---- dates ---- */
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
+ * (Howard Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* n digits at *p as a number, advancing *p; -1 if they are not all digits. */
+static int64_t digits_at(const char **p, int n)
+{
+    int64_t v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9') return -1;
+        v = v * 10 + (**p - '0');
+    }
+    return v;
+}
+
+static bool looks_like_date(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s[i] < '0' || s[i] > '9') return false;
+    return s[4] == '-';
+}
+
+tg_status tg_date_parse(const char *s, int64_t *t, tg_date_style *style)
+{
+    TG__NONNULL(s, TG_ERR_INVALID);
+    TG__NONNULL(t, TG_ERR_INVALID);
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const char *p = s;
+    int64_t y = digits_at(&p, 4), mo = -1, d = -1, h = 0, mi = 0, sec = 0;
+    tg_date_style st = TG_DATE_YMD;
+    if (y >= 1 && *p == '-' && (p++, mo = digits_at(&p, 2)) >= 1 && *p == '-' &&
+        (p++, d = digits_at(&p, 2)) >= 1 && (*p == ' ' || *p == 'T')) {
+        bool iso = *p++ == 'T';
+        h = digits_at(&p, 2);
+        mi = *p == ':' ? (p++, digits_at(&p, 2)) : -1;
+        st = iso ? TG_DATE_ISO_HM : TG_DATE_YMD_HM;
+        if (*p == ':') {
+            p++;
+            sec = digits_at(&p, 2);
+            st = iso ? TG_DATE_ISO_HMS : TG_DATE_YMD_HMS;
+        }
+    }
+    bool leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    if (*p || y < 1 || mo < 1 || mo > 12 || d < 1 ||
+        d > mdays[mo - 1] + (mo == 2 && leap) || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+        sec < 0 || sec > 59)
+        return tg_set_error(TG_ERR_FORMAT, "'%.40s' is not a date (expected YYYY-MM-DD, "
+                            "YYYY-MM-DD HH:MM[:SS] or YYYY-MM-DDTHH:MM[:SS])", s);
+    *t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    if (style) *style = st;
+    return TG_OK;
+}
+
+const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len)
+{
+    TG__NONNULL(buf, NULL);
+    if (!len) return buf;
+    int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400), s = t - days * 86400, y, m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (style == TG_DATE_YMD && s) style = TG_DATE_YMD_HMS;
+    char sep = style == TG_DATE_ISO_HM || style == TG_DATE_ISO_HMS ? 'T' : ' ';
+    if (style == TG_DATE_YMD)
+        tg__fmt(buf, len, "%04lld-%02lld-%02lld", (long long)y, (long long)m, (long long)d);
+    else if (style == TG_DATE_YMD_HM || style == TG_DATE_ISO_HM)
+        tg__fmt(buf, len, "%04lld-%02lld-%02lld%c%02lld:%02lld", (long long)y, (long long)m,
+                (long long)d, sep, (long long)(s / 3600), (long long)(s / 60 % 60));
+    else
+        tg__fmt(buf, len, "%04lld-%02lld-%02lld%c%02lld:%02lld:%02lld", (long long)y,
+                (long long)m, (long long)d, sep, (long long)(s / 3600), (long long)(s / 60 % 60),
+                (long long)(s % 60));
+    return buf;
+}
+
+const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len)
+{
+    TG__NONNULL(buf, NULL);
+    if (seconds > 0 && seconds % 86400 == 0)
+        tg__fmt(buf, len, "%lldd", (long long)(seconds / 86400));
+    else if (seconds > 0 && seconds % 3600 == 0)
+        tg__fmt(buf, len, "%lldh", (long long)(seconds / 3600));
+    else if (seconds > 0 && seconds % 60 == 0)
+        tg__fmt(buf, len, "%lldmin", (long long)(seconds / 60));
+    else
+        tg__fmt(buf, len, "%llds", (long long)seconds);
+    return buf;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* d->freq: the most common positive step between rows (the smallest of
+ * equally common ones); 0 when no row follows an earlier date. */
+static tg_status infer_freq(tg_dataset *d, const char *what)
+{
+    d->freq = 0;
+    if (!d->time || d->rows < 2) return TG_OK;
+    int64_t n = d->rows - 1, best = 0, run = 0;
+    int64_t *step = tg__malloc((size_t)n * sizeof *step);
+    if (!step) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
+    for (int64_t i = 0; i < n; i++) step[i] = d->time[i + 1] - d->time[i];
+    qsort(step, (size_t)n, sizeof *step, cmp_i64);
+    for (int64_t i = 0; i < n; i++) {
+        if (step[i] <= 0) continue;
+        run = i && step[i] == step[i - 1] ? run + 1 : 1;
+        if (run > best) best = run, d->freq = step[i];
+    }
+    tg__free(step);
+    return TG_OK;
 }
 
 /* ---- CSV ---- */
@@ -171,6 +334,7 @@ typedef struct csv_parse {
     csv_line    cl;         /* the current line's cells */
     int64_t     cap_rows;   /* rows d->data has room for */
     int64_t     skip;       /* 1: the first column (dates) is skipped */
+    bool        dates;      /* the skipped column holds dates (into d->time) */
     int64_t     lineno;
 } csv_parse;
 
@@ -194,7 +358,12 @@ static tg_status skip_date_column(csv_parse *P)
 {
     tg_dataset *d = P->d;
     P->skip = 1;
-    tg__free(d->names[0]);
+    if (looks_like_date(P->cl.cell[0])) {
+        P->dates = true;
+        d->date_name = d->names[0];
+    } else {
+        tg__free(d->names[0]);
+    }
     memmove(d->names, d->names + 1, (size_t)(d->cols - 1) * sizeof *d->names);
     d->names[--d->cols] = NULL;
     if (d->cols == 0)
@@ -212,11 +381,35 @@ static tg_status grow_rows(csv_parse *P)
     double *nd = NULL;
     if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
         nd = tg__realloc(d->data, bytes);
-    if (!nd)
+    if (nd) d->data = nd;
+    int64_t *nt = NULL;
+    if (nd && P->dates && (nt = tg__realloc(d->time, (size_t)ncap * sizeof *nt))) d->time = nt;
+    if (!nd || (P->dates && !nt))
         return tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", P->what,
                             (long long)P->lineno);
-    d->data = nd;
     P->cap_rows = ncap;
+    return TG_OK;
+}
+
+/* The date of the current row into d->time: a date in the first row's form. */
+static tg_status read_date(csv_parse *P)
+{
+    tg_dataset *d = P->d;
+    const char *cell = P->cl.cell[0];
+    tg_date_style style;
+    int64_t t;
+    if (tg_date_parse(cell, &t, &style))
+        return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column 1 ('%s'): %s", P->what,
+                            (long long)P->lineno, d->date_name, tg_last_error());
+    if (d->rows == 0) d->date_style = style;
+    if (style != d->date_style) {
+        char first[32];
+        return tg_set_error(TG_ERR_FORMAT, "%s:%lld: column 1 ('%s'): '%.40s' is not written "
+                            "like the first row's date (%s)", P->what, (long long)P->lineno,
+                            d->date_name, cell,
+                            tg_date_format(d->time[0], d->date_style, first, sizeof first));
+    }
+    d->time[d->rows] = t;
     return TG_OK;
 }
 
@@ -235,6 +428,7 @@ static tg_status read_row(csv_parse *P)
     double v;
     if (d->rows == 0 && parse_number(cl.cell[0], &v) && (st = skip_date_column(P))) return st;
     if (d->rows == P->cap_rows && (st = grow_rows(P))) return st;
+    if (P->dates && (st = read_date(P))) return st;
     const int64_t skip = P->skip;
     for (int64_t c = 0; c < d->cols; c++) {
         const char *cell = cl.cell[c + skip];
@@ -312,6 +506,7 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
         goto fail;
     }
     d->skipped_cols = P.skip;
+    if ((st = infer_freq(d, what))) goto fail;
     if (!(d->source = tg__strdup(what))) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", what);
         goto fail;

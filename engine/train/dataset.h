@@ -20,7 +20,9 @@
  * seq_len rows before their first target row, so the first target follows
  * straight on from the previous split.
  *
- * Not here: dates/time features (the first column is skipped), missing values
+ * Dates: a first column of dates (ETT's `date`) is read into d->time, with
+ * the series' frequency (the most common step between rows) in d->freq;
+ * they are not model inputs (no time features). Not here: missing values
  * (an empty cell is an error), file formats other than CSV.
  */
 #ifndef TG_DATASET_H
@@ -36,14 +38,45 @@
 extern "C" {
 #endif
 
+/* How a CSV file writes its dates (tg_date_parse, tg_date_format). */
+typedef enum tg_date_style {
+    TG_DATE_YMD,        /* 2016-07-01 */
+    TG_DATE_YMD_HM,     /* 2016-07-01 00:00 */
+    TG_DATE_YMD_HMS,    /* 2016-07-01 00:00:00 (ETT) */
+    TG_DATE_ISO_HM,     /* 2016-07-01T00:00 */
+    TG_DATE_ISO_HMS     /* 2016-07-01T00:00:00 (ISO 8601) */
+} tg_date_style;
+
 /* A series: rows x cols values, row-major (row = time step). */
 typedef struct tg_dataset {
     int64_t rows, cols;
     double *data;       /* [rows, cols], owned */
     char  **names;      /* cols column names, owned */
     char   *source;     /* file path or "synthetic(...)", owned */
-    int64_t skipped_cols; /* leading CSV columns not kept: 1 when a date column was skipped */
+    int64_t skipped_cols; /* CSV columns before value column 0 that are not kept: 1 when a date
+                             column was skipped (more after tg_dataset_keep_column) */
+    /* The date column, when the CSV's first column holds dates (else NULL, 0): */
+    char          *date_name;   /* its header ("date"), owned */
+    int64_t       *time;        /* [rows] seconds since 1970-01-01 00:00:00, the dates read
+                                   as UTC (no time zones); owned */
+    int64_t        freq;        /* the most common positive step between consecutive rows,
+                                   in seconds (3600 for ETTh1, 900 for ETTm1); 0 with one
+                                   row or none later than the one before */
+    tg_date_style  date_style;  /* how the file writes them */
 } tg_dataset;
+
+/* Parse a date: YYYY-MM-DD, YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS,
+ * YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS (years 1..9999, a real calendar
+ * day, 00:00:00..23:59:59). *t: seconds since 1970-01-01 00:00:00 (read as
+ * UTC); *style (may be NULL): the form it had. TG_ERR_FORMAT naming the text
+ * otherwise. */
+tg_status tg_date_parse(const char *s, int64_t *t, tg_date_style *style);
+/* Write t in `style` into buf and return buf (a date-only style gets the
+ * time of day too when t is not midnight); NULL when buf is NULL. */
+const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len);
+/* A step in seconds as a short name: "1h", "15min", "1d", "30s", "90s"; into
+ * buf, which it returns (NULL when buf is NULL). */
+const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len);
 
 /* How messages name column c (0-based) of d: "FILE: column N ('name')",
  * N the 1-based column of the CSV file (a skipped date column counts), as
@@ -52,8 +85,12 @@ const char *tg_dataset_column_name(const tg_dataset *d, int64_t c, char *buf, si
 
 /* Read a CSV file in the ETT layout: a header row naming the columns, then
  * one row per time step. When the first cell of the first data row is not a
- * number (a date such as 2016-07-01 00:00:00), the first column is skipped in
- * every row; every other cell must be a finite number. Blank lines are
+ * number, the first column is not a value column: when that cell starts like
+ * a date (4 digits and '-'), the column is the date column and every row's
+ * cell must be a date in the same form as the first (tg_date_parse): "t.csv:5:
+ * column 1 ('date'): '2016-07-01 25:00:00' is not a date ..."; d->time and
+ * d->freq hold them (dates out of order are read; predict refuses them). Any other first column
+ * (names, ids) is skipped. Every other cell must be a finite number. Blank lines are
  * ignored; lines may end in \n, \r\n or a lone \r (old Mac files); a cell
  * may be "double quoted". A number is decimal, as pandas reads ETT files:
  * [+-]? (digits [. digits] | . digits) ([eE] [+-]? digits)?; hexadecimal
@@ -81,6 +118,13 @@ tg_status tg_dataset_parse_csv(const char *text, size_t len, const char *what, t
 tg_status tg_dataset_synthetic(int64_t rows, int64_t cols, uint64_t seed, tg_dataset **out);
 
 void tg_dataset_free(tg_dataset *d);
+
+/* Keep only value column `col` of d (univariate forecasting: TSL's
+ * --features S); the names, the data and column numbering in messages
+ * follow. TG_ERR_INVALID for a column out of range. */
+tg_status tg_dataset_keep_column(tg_dataset *d, int64_t col);
+/* The value column named `name`, or -1. */
+int64_t tg_dataset_find_column(const tg_dataset *d, const char *name);
 
 /* ---- splits ---- */
 

@@ -1,0 +1,349 @@
+/*
+ * test_predict.c - dates in CSV datasets (the forms read, the frequency
+ * inferred, bad dates named by line and value), their place in checkpoints,
+ * `tgraph predict` end to end (its forecast equals `tgraph eval --inverse`'s
+ * for the same window, dates continued hourly) and its errors, and train's
+ * --features S / MS and --target.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "checkpoint.h"
+#include "dataset.h"
+#include "tensor_io.h"
+
+static tg_dataset *parse(const char *text)
+{
+    tg_dataset *d = NULL;
+    tg_status st = tg_dataset_parse_csv(text, strlen(text), "t.csv", &d);
+    cr_assert_eq(st, TG_OK, "%s", tg_last_error());
+    return d;
+}
+
+static void parse_fails(const char *text, const char *needle)
+{
+    tg_dataset *d = (tg_dataset *)1;
+    cr_assert_eq(tg_dataset_parse_csv(text, strlen(text), "t.csv", &d), TG_ERR_FORMAT, "%s",
+                 text);
+    cr_assert_null(d);
+    tt_assert_last_error(needle);
+}
+
+/* ---- dates ---- */
+
+Test(dates, every_form_parses_and_formats_back)
+{
+    static const char *const forms[] = {"2016-07-01", "2016-07-01 13:05", "2016-07-01 13:05:09",
+                                        "2016-07-01T13:05", "2016-07-01T13:05:09"};
+    static const int64_t want[] = {1467331200, 1467378300, 1467378309, 1467378300, 1467378309};
+    for (int i = 0; i < 5; i++) {
+        int64_t t;
+        tg_date_style st;
+        cr_assert_eq(tg_date_parse(forms[i], &t, &st), TG_OK, "%s: %s", forms[i],
+                     tg_last_error());
+        cr_assert_eq(t, want[i], "%s", forms[i]);
+        cr_assert_eq((int)st, i);
+        char buf[32];
+        cr_assert_str_eq(tg_date_format(t, st, buf, sizeof buf), forms[i]);
+    }
+    int64_t t;
+    cr_assert_eq(tg_date_parse("2016-02-29 23:00:00", &t, NULL), TG_OK);   /* leap day */
+    char buf[32];
+    cr_assert_str_eq(tg_date_format(t + 3600, TG_DATE_YMD_HMS, buf, sizeof buf),
+                     "2016-03-01 00:00:00");
+    cr_assert_eq(tg_date_parse("1969-12-31", &t, NULL), TG_OK);
+    cr_assert_eq(t, -86400);
+    cr_assert_str_eq(tg_date_format(t + 60, TG_DATE_YMD, buf, sizeof buf), "1969-12-31 00:01:00");
+    const char *bad[] = {"2015-02-29", "2016-13-01", "2016-07-01 24:00:00", "2016-07-01 10:60",
+                         "2016-07-01 10", "2016-7-1", "2016-07-01x", "2016-07-01 10:00:00Z", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(tg_date_parse(bad[i], &t, NULL), TG_ERR_FORMAT, "%s", bad[i]);
+        tt_assert_last_error("is not a date");
+    }
+    cr_assert_str_eq(tg_date_freq_name(3600, buf, sizeof buf), "1h");
+    cr_assert_str_eq(tg_date_freq_name(900, buf, sizeof buf), "15min");
+    cr_assert_str_eq(tg_date_freq_name(86400, buf, sizeof buf), "1d");
+    cr_assert_str_eq(tg_date_freq_name(90, buf, sizeof buf), "90s");
+}
+
+Test(dates, csv_date_column_and_frequency)
+{
+    /* hourly with one 2-hour gap: the most common step wins */
+    tg_dataset *d = parse("date,a,OT\n2016-07-01 00:00:00,1,2\n2016-07-01 01:00:00,3,4\n"
+                          "2016-07-01 03:00:00,5,6\n2016-07-01 04:00:00,7,8\n");
+    cr_assert_eq(d->cols, 2);
+    cr_assert_str_eq(d->names[0], "a");
+    cr_assert_str_eq(d->date_name, "date");
+    cr_assert_not_null(d->time);
+    cr_assert_eq(d->time[0], 1467331200);
+    cr_assert_eq(d->time[3], 1467331200 + 4 * 3600);
+    cr_assert_eq(d->freq, 3600);
+    cr_assert_eq(d->date_style, TG_DATE_YMD_HMS);
+    tg_dataset_free(d);
+    /* ETTm1: 15 minutes, ISO form */
+    d = parse("when,x\n2016-07-01T00:00,1\n2016-07-01T00:15,2\n2016-07-01T00:30,3\n");
+    cr_assert_eq(d->freq, 900);
+    cr_assert_eq(d->date_style, TG_DATE_ISO_HM);
+    cr_assert_str_eq(d->date_name, "when");
+    tg_dataset_free(d);
+    /* daily, date only */
+    d = parse("day,x\n2020-01-30,1\n2020-01-31,2\n2020-02-01,3\n");
+    cr_assert_eq(d->freq, 86400);
+    tg_dataset_free(d);
+    /* no date column; a first column of names (not dates) is skipped, no times */
+    d = parse("a,b\n1,2\n3,4\n");
+    cr_assert_null(d->time);
+    cr_assert_null(d->date_name);
+    cr_assert_eq(d->freq, 0);
+    tg_dataset_free(d);
+    d = parse("id,b\nx1,2\nx2,4\n");
+    cr_assert_null(d->time);
+    cr_assert_eq(d->cols, 1);
+    tg_dataset_free(d);
+}
+
+Test(dates, bad_dates_are_named_by_line_and_value)
+{
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 25:00:00,2\n",
+                "t.csv:3: column 1 ('date'): '2016-07-01 25:00:00' is not a date");
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 01:00:00,2\nsoon,3\n",
+                "t.csv:4: column 1 ('date'): 'soon' is not a date");
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 01:00,2\n",
+                "t.csv:3: column 1 ('date'): '2016-07-01 01:00' is not written like the first "
+                "row's date (2016-07-01 00:00:00)");
+    /* out of order: read (predict refuses such rows), the frequency from forward steps */
+    tg_dataset *d = parse("date,a\n2016-07-01 01:00:00,1\n2016-07-01 00:00:00,2\n"
+                          "2016-07-01 00:30:00,3\n");
+    cr_assert_eq(d->time[1], 1467331200);
+    cr_assert_eq(d->freq, 1800);
+    tg_dataset_free(d);
+}
+
+Test(dates, keep_column_for_univariate_data)
+{
+    tg_dataset *d = parse("date,a,b,OT\n2016-07-01,1,2,3\n2016-07-02,4,5,6\n");
+    cr_assert_eq(tg_dataset_find_column(d, "OT"), 2);
+    cr_assert_eq(tg_dataset_find_column(d, "zz"), -1);
+    cr_assert_eq(tg_dataset_keep_column(d, 2), TG_OK);
+    cr_assert_eq(d->cols, 1);
+    cr_assert_str_eq(d->names[0], "OT");
+    cr_assert_eq(d->data[0], 3.0);
+    cr_assert_eq(d->data[1], 6.0);
+    char buf[96];
+    cr_assert_str_eq(tg_dataset_column_name(d, 0, buf, sizeof buf), "t.csv: column 4 ('OT')");
+    cr_assert_eq(tg_dataset_keep_column(d, 1), TG_ERR_INVALID);
+    tg_dataset_free(d);
+}
+
+/* ---- predict ---- */
+
+static char out_text[1 << 16], err_text[4096];
+
+/* An hourly CSV of `rows` rows from 2016-07-01 00:00:00 with columns a, b, OT;
+ * rows [gap_at, ...) are shifted one hour later when gap_at > 0. */
+static const char *hourly_csv(const char *name, int rows, int gap_at)
+{
+    const char *p = tt_path(name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "date,a,b,OT\n");
+    for (int i = 0; i < rows; i++) {
+        char date[32];
+        int64_t t = 1467331200 + 3600 * (int64_t)(i + (gap_at > 0 && i >= gap_at));
+        fprintf(f, "%s,%.4f,%.4f,%.4f\n", tg_date_format(t, TG_DATE_YMD_HMS, date, sizeof date),
+                sin(i / 4.0), 3 + 2 * cos(i / 5.0), 10 + 5 * sin(i / 24.0) + 0.1 * (i % 7));
+    }
+    fclose(f);
+    return p;
+}
+
+/* A tiny linear model trained on 300 hourly rows (seq_len 24, pred_len 6),
+ * test split = the last 60 rows, with --features and --target (NULL: none). */
+static const char *train_tiny(const char *out, const char *features, const char *target)
+{
+    const char *data = hourly_csv("full.csv", 300, 0);
+    const char *a[32] = {"train", "--data", data, "--model", "linear_forecast", "--set",
+                         "seq_len=24", "--set", "pred_len=6", "--split", "200,40,60",
+                         "--epochs", "2", "--batch-size", "16", "--lr", "1e-2", "--overwrite",
+                         "--out", tt_path(out)};
+    int n = 20;
+    if (features) a[n++] = "--features", a[n++] = features;
+    if (target) a[n++] = "--target", a[n++] = target;
+    a[n] = NULL;
+    int rc = tt_run_tool_out(a, out_text, sizeof out_text, err_text, sizeof err_text);
+    cr_assert_eq(rc, 0, "%s", err_text);
+    static char ck[4096];
+    snprintf(ck, sizeof ck, "%s/best.safetensors", tt_path(out));
+    return ck;
+}
+
+static int predict(const char *ck, const char *data)
+{
+    return tt_run_tool_out(TT_ARGS("predict", "--checkpoint", ck, "--data", data), out_text,
+                           sizeof out_text, err_text, sizeof err_text);
+}
+
+Test(predict, equals_eval_on_the_last_window_with_dates_continued)
+{
+    tt_deadline(60);
+    const char *ck = train_tiny("run", NULL, NULL);
+    /* the checkpoint knows the data's dates */
+    tg_checkpoint meta;
+    tg_checkpoint_init(&meta);
+    cr_assert_eq(tg_checkpoint_read(ck, &meta), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "date.column"), "date");
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "date.first"), "2016-07-01 00:00:00");
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "date.last"), "2016-07-13 11:00:00");   /* row 299 */
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "date.freq"), "3600");
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "columns"), "a\nb\nOT");
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "features"), "M");
+    cr_assert_str_eq(tg_checkpoint_meta(&meta, "target"), "OT");
+    tg_checkpoint_clear(&meta);
+    /* eval's forecasts of the test windows, in data units */
+    const char *npy = tt_path("pred.npy");
+    int rc = tt_run_tool(TT_ARGS("eval", "--checkpoint", ck, "--predictions", npy, "--inverse"),
+                         err_text, sizeof err_text);
+    cr_assert_eq(rc, 0, "%s", err_text);
+    tg_tensor *ev = NULL;
+    cr_assert_eq(tg_npy_load(npy, &ev), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(ev->shape[1], 6);
+    cr_assert_eq(ev->shape[2], 3);
+    /* the last test window's input: rows [270, 294); predict from the first 294 rows */
+    const char *head = hourly_csv("head.csv", 294, 0);
+    cr_assert_eq(predict(ck, head), 0, "%s", err_text);
+    const float *want = (const float *)ev->data + (ev->shape[0] - 1) * 18;
+    char *line = strtok(out_text, "\n");
+    cr_assert_str_eq(line, "date,a,b,OT");
+    for (int i = 0; i < 6; i++) {
+        line = strtok(NULL, "\n");
+        cr_assert_not_null(line, "row %d missing", i);
+        char date[32], expect[32];
+        double v[3];
+        cr_assert_eq(sscanf(line, "%19[^,],%lf,%lf,%lf", date, &v[0], &v[1], &v[2]), 4, "%s", line);
+        /* the hours after the last input row (293: 2016-07-13 05:00:00) */
+        tg_date_format(1467331200 + 3600 * (294 + i), TG_DATE_YMD_HMS, expect, sizeof expect);
+        cr_assert_str_eq(date, expect);
+        for (int c = 0; c < 3; c++) {
+            cr_assert(isfinite(v[c]));
+            cr_assert_float_eq(v[c], want[i * 3 + c], 1e-5 * (1 + fabs(want[i * 3 + c])),
+                               "step %d col %d: %g vs eval %g", i, c, v[c], want[i * 3 + c]);
+        }
+    }
+    cr_assert_null(strtok(NULL, "\n"));
+    tg_tensor_free(ev);
+    /* --out FILE: the same bytes; deterministic */
+    const char *out = tt_path("fc.csv");
+    cr_assert_eq(tt_run_tool(TT_ARGS("predict", "--checkpoint", ck, "--data", head, "--out", out),
+                             err_text, sizeof err_text), 0, "%s", err_text);
+    char again[1 << 16];
+    cr_assert_eq(predict(ck, head), 0);
+    memcpy(again, out_text, sizeof again);
+    FILE *f = fopen(out, "r");
+    char file[1 << 16];
+    size_t n = fread(file, 1, sizeof file - 1, f);
+    file[n] = '\0';
+    fclose(f);
+    cr_assert_str_eq(file, again);
+}
+
+Test(predict, errors)
+{
+    tt_deadline(60);
+    const char *ck = train_tiny("run", NULL, NULL);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data",
+                                hourly_csv("short.csv", 20, 0)),
+                        "has 20 rows; the model forecasts from the last seq_len = 24", NULL);
+    /* a gap among the last 24 rows */
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data",
+                                hourly_csv("gap.csv", 100, 90)),
+                        "data row 91 ('2016-07-04 19:00:00') comes 2h after the row before "
+                        "('2016-07-04 17:00:00')", "a gap or an irregular step");
+    /* a gap before them does not matter */
+    cr_assert_eq(predict(ck, hourly_csv("oldgap.csv", 100, 20)), 0, "%s", err_text);
+    /* other columns */
+    const char *p = tt_path("cols.csv");
+    FILE *f = fopen(p, "w");
+    fprintf(f, "date,a,c,OT\n");
+    for (int i = 0; i < 20; i++) fprintf(f, "2016-07-02 %02d:00:00,1,2,3\n", i);
+    fclose(f);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", p),
+                        "has the columns a,c,OT; the model was trained on a,b,OT", NULL);
+    f = fopen(p, "w");
+    fprintf(f, "date,a,OT\n");
+    for (int i = 0; i < 20; i++) fprintf(f, "2016-07-01 %02d:00:00,1,3\n", i);
+    fclose(f);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", p),
+                        "has the columns a,OT; the model was trained on a,b,OT", NULL);
+    const char *head = hourly_csv("head.csv", 50, 0);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", head, "--out", head),
+                        "is the same file as input --data", NULL);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", head, "--data", head),
+                        "--checkpoint", head);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", tt_path("none.safetensors"), "--data",
+                                head), "--checkpoint", "none.safetensors");
+    tt_expect_cli_error(TT_ARGS("predict", "--data", head), "missing --checkpoint", NULL);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck), "missing --data", NULL);
+}
+
+/* The forecast's header and row count for a run trained with features/target. */
+static void check_layout(const char *features, const char *target, const char *header)
+{
+    const char *ck = train_tiny(features, features, target);
+    cr_assert_eq(predict(ck, hourly_csv("head.csv", 50, 0)), 0, "%s", err_text);
+    char *line = strtok(out_text, "\n");
+    cr_assert_str_eq(line, header);
+    int rows = 0, commas = 0;
+    while ((line = strtok(NULL, "\n"))) {
+        rows++;
+        commas = 0;
+        for (char *q = line; *q; q++) commas += *q == ',';
+        double v;
+        cr_assert_eq(sscanf(strrchr(line, ',') + 1, "%lf", &v), 1);
+        cr_assert(isfinite(v));
+    }
+    cr_assert_eq(rows, 6);
+    cr_assert_eq(commas, 1);   /* the date and one value */
+    tg_checkpoint c;
+    tg_checkpoint_init(&c);
+    cr_assert_eq(tg_checkpoint_read(ck, &c), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(tg_checkpoint_meta(&c, "features"), features);
+    cr_assert_str_eq(tg_checkpoint_meta(&c, "enc_in"), !strcmp(features, "S") ? "1" : "3");
+    tg_checkpoint_clear(&c);
+    /* eval honours the layout */
+    cr_assert_eq(tt_run_tool_out(TT_ARGS("eval", "--checkpoint", ck), out_text, sizeof out_text,
+                                 err_text, sizeof err_text), 0, "%s", err_text);
+    cr_assert(strstr(out_text, "test mse="), "%s", out_text);
+}
+
+Test(predict, features_s_ms_and_target)
+{
+    tt_deadline(60);
+    check_layout("S", NULL, "date,OT");
+    check_layout("MS", NULL, "date,OT");
+    check_layout("S", "a", "date,a");
+    check_layout("MS", "b", "date,b");
+    tt_expect_cli_error(TT_ARGS("train", "--data", hourly_csv("t.csv", 100, 0), "--target", "zz",
+                                "--out", tt_path("bad")),
+                        "--target zz: ", "no such column (its columns: a,b,OT)");
+    tt_expect_cli_error(TT_ARGS("train", "--features", "X", "--out", tt_path("bad")),
+                        "--features wants M", NULL);
+}
+
+/* MS trains on the target only: its test MSE is the target channel's, which
+ * an M run reports as one of three; S and MS of a channel-shared linear
+ * model agree. */
+Test(predict, ms_metrics_are_the_targets)
+{
+    tt_deadline(60);
+    train_tiny("S", "S", NULL);
+    char s_line[256], ms_line[256];
+    snprintf(s_line, sizeof s_line, "%s", strstr(out_text, "test mse="));
+    train_tiny("MS", "MS", NULL);
+    snprintf(ms_line, sizeof ms_line, "%s", strstr(out_text, "test mse="));
+    cr_assert_str_eq(s_line, ms_line);
+    train_tiny("M", NULL, NULL);
+    cr_assert_str_neq(strstr(out_text, "test mse="), ms_line);
+}
