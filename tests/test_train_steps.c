@@ -472,3 +472,42 @@ Test(train_progress, bad_values_name_the_flag)
         tt_expect_cli_error(TT_ARGS("train", flags[i][0], flags[i][1], "--out", tt_path("x")),
                             flags[i][0], flags[i][1]);
 }
+
+/* gradcheck and bench: a line per element / call with --progress-every 0,
+ * none with --quiet (and none by default on a check this short). */
+Test(train_progress, gradcheck_and_bench_progress_lines)
+{
+    cr_assert_eq(tool(TT_ARGS("gradcheck", "topk", "k=3", "--shape", "4,7", "--progress-every",
+                              "0")), 0, "%s", err_text);
+    const char *p = err_text;
+    for (int e = 1; e <= 28; e++) {
+        char want[128];
+        snprintf(want, sizeof want, "progress: gradcheck topk: tensor 1/1 input.input, element "
+                 "%d of 28, ", e);
+        cr_assert_eq(strncmp(p, want, strlen(want)), 0, "want '%s' at:\n%s", want, p);
+        p = strchr(p, '\n');
+        cr_assert_not_null(p);
+        p++;
+    }
+    cr_assert_str_eq(p, "");
+    cr_assert(strstr(out_text, "topk: 1 tensors, all pass"), "%s", out_text);
+    cr_assert_eq(tool(TT_ARGS("gradcheck", "topk", "k=3", "--shape", "4,7", "--progress-every",
+                              "0", "--quiet")), 0, "%s", err_text);
+    cr_assert_str_eq(err_text, "");
+    cr_assert_eq(tool(TT_ARGS("gradcheck", "topk", "k=3", "--shape", "4,7")), 0, "%s", err_text);
+    cr_assert_str_eq(err_text, "");
+
+    cr_assert_eq(tool(TT_ARGS("bench", "tsa", "--min-time", "0", "--warmup", "1", "--threads", "1",
+                              "--progress-every", "0")), 0, "%s", err_text);
+    cr_assert(strstr(err_text, "progress: bench tsa: training step, call 1 (warm-up), ") &&
+              strstr(err_text, "progress: bench tsa: training step, call 2 (timed), ") &&
+              strstr(err_text, "progress: bench tsa: inference, call 1 (warm-up), "), "%s",
+              err_text);
+    cr_assert(strstr(out_text, "\"train_step_ms\":"), "%s", out_text);
+    cr_assert_eq(tool(TT_ARGS("bench", "tsa", "--min-time", "0", "--warmup", "1", "--threads", "1",
+                              "--progress-every", "0", "-q")), 0, "%s", err_text);
+    cr_assert_str_eq(err_text, "");
+    tt_expect_cli_error(TT_ARGS("gradcheck", "tsa", "--progress-every", "-1"),
+                        "--progress-every", "-1");
+    tt_expect_cli_error(TT_ARGS("bench", "tsa", "--progress-every", "x"), "--progress-every", "x");
+}
