@@ -7,9 +7,11 @@
  *
  * A thin client of the library's trainer (engine/train/trainer.h), which
  * runs the steps and epochs, early stopping, checkpoints and the stop flag;
- * here are the options, the run directory's safety, the signals, and the
- * trainer's callbacks (batches of windows, validation MSE, the progress bar
- * and the epoch lines).
+ * here are the options and their defaults (a real small config on --data),
+ * the run directory's safety, the signals, and the trainer's callbacks
+ * (batches of windows, validation MSE, the progress on stderr - a live line
+ * on a terminal, plain lines every --progress-every seconds elsewhere - and
+ * the epoch lines). --max-steps is the trainer's max_steps.
  *
  * Not here: the data pipeline and evaluation (train_loop.c), the model
  * (layers/), the optimizer (engine/train/optim.c), the loop (trainer.c).
