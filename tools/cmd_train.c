@@ -519,7 +519,7 @@ static tg_status check_first_loss(void *user, int64_t epoch, int64_t k, double l
 
 static void clear_bar(const job *j)
 {
-    if (j->s.progress) fprintf(stderr, "\r%*s\r", 100, "");
+    if (j->s.progress) fprintf(stderr, "\r%*s\r", 120, "");
 }
 
 /* Validation MSE over every validation window; errors are printed here. */

@@ -28,6 +28,7 @@
  *     t.batch = fill; t.validate = val; t.user = &my_data;
  *     t.best_path = "run/best.safetensors"; t.last_path = "run/last.safetensors";
  *     t.stop = &stop_flag;                      // optional: a signal handler sets it
+ *     t.max_steps = 1000;                       // optional: end there (0: no limit)
  *     tg_trainer_seed(&t, 42);
  *     // to continue a run: tg_checkpoint ck; tg_checkpoint_read(t.last_path, &ck);
  *     //                    tg_trainer_resume(&t, &ck); tg_checkpoint_clear(&ck);
