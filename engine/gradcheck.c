@@ -58,6 +58,7 @@ typedef struct {
     tg_tensor               *r;
     tg_rng                   rng0;
     uint64_t                 sig0;
+    int                      tensor, tensors;   /* for the progress callback */
 } gc_run;
 
 /* analytical: one backward with dy = r; parameter grads are saved and restored */
@@ -112,6 +113,9 @@ static tg_status check_tensor(const gc_run *G, int i, tg_tensor *const *analytic
     if (o.max_per_tensor > 0 && numel > o.max_per_tensor)
         step = (numel + o.max_per_tensor - 1) / o.max_per_tensor;
     for (int64_t k = 0; k < numel; k += step) {
+        if (o.progress)
+            o.progress(o.progress_user, &(tg_gradcheck_progress){res.name, G->tensor, G->tensors,
+                                                                 k / step, (numel + step - 1) / step});
         double v = tg_tensor_get(&n->value, k), Lp, Lm;
         tg_tensor_set(&n->value, k, v + o.eps);
         st = eval_loss(g, out, r, &rng0, &Lp, &sig_p);
@@ -177,8 +181,9 @@ tg_status tg_gradcheck(tg_graph *g, tg_node *out, const tg_gradcheck_opts *opts,
     tg_rng_seed(&rr, o.seed ^ 0x6772616463686bull);
     tg_init_normal(r, 0, 1, &rr);
 
-    gc_run G = {g, out, &o, r, rng0, 0};
+    gc_run G = {g, out, &o, r, rng0, 0, 0, 0};
     if ((st = analytic_grads(&G, analytic, saved))) goto done;
+    for (int i = 0; i < g->n_nodes; i++) G.tensors += analytic[i] != NULL;
     double L0;
     if ((st = eval_loss(g, out, r, &rng0, &L0, &G.sig0))) goto done;
 
@@ -186,6 +191,7 @@ tg_status tg_gradcheck(tg_graph *g, tg_node *out, const tg_gradcheck_opts *opts,
         if (!analytic[i]) continue;
         tg_gradcheck_result res;
         if ((st = check_tensor(&G, i, analytic, &res))) goto done;
+        G.tensor++;
         *all_pass &= res.pass;
         if (*n_results < max_results) results[*n_results] = res;
         (*n_results)++;

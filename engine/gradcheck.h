@@ -24,11 +24,22 @@
 extern "C" {
 #endif
 
+/* Where a check is: told to the progress callback before each element. */
+typedef struct tg_gradcheck_progress {
+    const char *name;            /* the tensor's result name */
+    int         tensor, tensors; /* its index (0-based) among the tensors checked */
+    int64_t     element, elements;   /* elements of it probed so far / to probe */
+} tg_gradcheck_progress;
+
 typedef struct tg_gradcheck_opts {
     double   eps, atol, rtol;    /* 0 = default (1e-6, 1e-5, 1e-3) */
     uint64_t seed;               /* for r */
     int64_t  max_per_tensor;     /* check at most this many elements per tensor, spread
                                     evenly (0 = all) */
+    /* optional: called before each element's probe (a progress display;
+     * throttle it there), with progress_user */
+    void   (*progress)(void *progress_user, const tg_gradcheck_progress *p);
+    void    *progress_user;
 } tg_gradcheck_opts;
 
 typedef struct tg_gradcheck_result {

@@ -18,6 +18,7 @@
 #include "bench_time.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "progress.h"
 
 #define MAX_GEMM_DIM (1 << 16)
 
@@ -27,6 +28,7 @@ typedef struct bench_opts {
     int    warmup;
     bool   recompute;   /* tg_graph_set_recompute on the training graph */
     bool   profile;     /* per-op times on stderr */
+    tg_cli_progress pr; /* --progress-every, --quiet */
 } bench_opts;
 
 #define MAX_PROFILED_OPS 64
@@ -61,12 +63,29 @@ typedef struct step_ctx {
     tg_tensor    *dy;
     tg_optim     *opt;
     tg_graph     *infer;
+    /* the progress lines */
+    tg_cli_progress *pr;
+    const char   *layer, *phase;
+    int64_t       calls;
+    int           warmup;
 } step_ctx;
+
+/* Every --progress-every seconds: the phase and the call under way. */
+static void show_progress(step_ctx *s)
+{
+    s->calls++;
+    if (!tg_cli_progress_due(s->pr)) return;
+    fprintf(stderr, "progress: bench %s: %s, call %lld (%s), %.1fs\n", s->layer, s->phase,
+            (long long)s->calls, s->calls <= s->warmup ? "warm-up" : "timed",
+            tg_cli_progress_elapsed(s->pr));
+    fflush(stderr);
+}
 
 /* forward, backward of sum(y*dy), Adam, zero grads */
 static int train_step(void *ctx)
 {
     step_ctx *s = ctx;
+    show_progress(s);
     if (tg_graph_forward(s->c->g) || tg_graph_backward(s->c->g, s->c->out.y, s->dy) ||
         tg_optim_step(s->opt))
         return 1;
@@ -77,6 +96,7 @@ static int train_step(void *ctx)
 static int infer_step(void *ctx)
 {
     step_ctx *s = ctx;
+    show_progress(s);
     return tg_graph_forward(s->infer) ? 1 : 0;
 }
 
@@ -169,6 +189,8 @@ typedef struct {
     tg_op_time        prof_train[MAX_PROFILED_OPS], prof_infer[MAX_PROFILED_OPS];
     int               n_prof_train, n_prof_infer;
     double            plan_mb;      /* the training graph's planned memory */
+    tg_cli_progress   pr;           /* the progress lines (bo->pr, started) */
+    const char       *layer;
 } layer_bench;
 
 /* the training graph: dropout on; a layer without parameters (full_attention)
@@ -204,7 +226,8 @@ static int build_train_graph(layer_bench *B, const char *layer, tg_config *cfg)
 static int time_train(layer_bench *B)
 {
     tg_cli_layer *c = &B->c;
-    B->s = (step_ctx){.c = c, .dy = B->dy, .opt = B->opt};
+    B->s = (step_ctx){.c = c, .dy = B->dy, .opt = B->opt, .pr = &B->pr, .layer = B->layer,
+                      .phase = "training step", .warmup = B->bo->warmup};
     B->o = (tg_bench_opts){.warmup = B->bo->warmup, .min_time = B->bo->min_time, .min_runs = 5,
                            .clock = CLOCK_MONOTONIC};
     tg_graph_set_profile(c->g, B->bo->profile);
@@ -235,6 +258,8 @@ static int time_infer(layer_bench *B)
     if (tg_layer_build(c->layer, B->infer, in, &out))
         return tg_cli_fail("bench", "%s", tg_last_error());
     B->s.infer = B->infer;
+    B->s.phase = "inference";
+    B->s.calls = 0;
     tg_graph_set_profile(B->infer, B->bo->profile);
     int st = tg_bench_time(infer_step, &B->s, &B->o, &B->inf);
     if (st) return tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
@@ -264,7 +289,8 @@ static void print_layer_result(const layer_bench *B, const char *layer)
 
 static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
 {
-    layer_bench B = {.bo = bo};
+    layer_bench B = {.bo = bo, .pr = bo->pr, .layer = layer};
+    tg_cli_progress_start(&B.pr);
     tg_rng_seed(&B.rng, 0);
     int rc = build_train_graph(&B, layer, cfg);
     if (!rc) rc = time_train(&B);
@@ -299,13 +325,15 @@ static int run(int argc, char **argv)
     tg_args a;
     tg_args_init(&a, "bench", argc, argv);
     const char *layer = NULL, *arg, *v;
-    bench_opts bo = {.threads = 0, .min_time = 1.0, .warmup = 3};
+    bench_opts bo = {.threads = 0, .min_time = 1.0, .warmup = 3, .pr = TG_CLI_PROGRESS_DEFAULT};
     int64_t dims[3] = {0, 0, 0}, iv;
     tg_config *cfg = tg_config_new();
-    int rc = 2, n_sets = 0;
+    int rc = 2, n_sets = 0, prc;
     if (!cfg) return tg_cli_fail("bench", "out of memory");
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
+        if ((prc = tg_cli_progress_option(&bo.pr, &a, arg))) {
+            if (prc < 0) goto done;
+        } else if (!strcmp(arg, "--set")) {
             if (!tg_args_value(&a, &v) || tg_cli_set("bench", cfg, v)) goto done;
             n_sets++;
         } else if (!strcmp(arg, "--threads") || !strcmp(arg, "-t")) {
@@ -366,6 +394,7 @@ const tg_cli_cmd tg_cmd_bench = {
     .help =
         "usage: tgraph bench LAYER [--set KEY=VALUE]... [--threads N] [--min-time SECONDS]\n"
         "                    [--warmup N] [--recompute] [--profile]\n"
+        "                    [--progress-every SECONDS] [--quiet]\n"
         "       tgraph bench gemm --m M --n N --k K [--threads N] [--min-time SECONDS]\n"
         "                    [--warmup N]\n\n"
         "Builds LAYER (see tgraph layers; the same --set keys as run, shape keys included)\n"
@@ -389,7 +418,10 @@ const tg_cli_cmd tg_cmd_bench = {
         "forward and backward, and per inference forward (averaged over every call).\n\n"
         "The gemm form times C = A B in F32 (row-major, A M x K, B K x N) and prints\n"
         "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n\n"
-        "  --threads N   threads of the pool (1 .. 64; default: the online cores)\n\n"
+        "  --threads N   threads of the pool (1 .. 64; default: the online cores)\n"
+        "  --progress-every SECONDS  a layer's bench running longer writes a line on\n"
+        "                stderr every SECONDS (default 5; 0: every call): the phase\n"
+        "                (training step, inference) and the call; --quiet, -q: none\n\n"
         "tests/bench/torch_bench.py measures the same in PyTorch; make bench prints both.\n\n"
         "examples:\n"
         "  tgraph bench tsa\n"

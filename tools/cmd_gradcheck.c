@@ -11,6 +11,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "progress.h"
 #include "tgraph.h"
 
 /* The inputs of a single op, in order: a file or a shape to fill at random. */
@@ -34,6 +35,23 @@ static void print_results(const char *name, const tg_gradcheck_result *res, int 
                (long long)res[i].checked, skipped, res[i].pass ? "pass" : "FAIL");
     }
     printf("%s: %d tensors, %s\n", name, n_res, ok ? "all pass" : "FAILED");
+}
+
+/* A line on stderr every --progress-every seconds: the tensor and element
+ * being probed. */
+typedef struct gc_watch {
+    tg_cli_progress *pr;
+    const char      *what;   /* the layer or op */
+} gc_watch;
+
+static void on_progress(void *user, const tg_gradcheck_progress *p)
+{
+    gc_watch *w = user;
+    if (!tg_cli_progress_due(w->pr)) return;
+    fprintf(stderr, "progress: gradcheck %s: tensor %d/%d %s, element %lld of %lld, %.1fs\n",
+            w->what, p->tensor + 1, p->tensors, p->name, (long long)p->element + 1,
+            (long long)p->elements, tg_cli_progress_elapsed(w->pr));
+    fflush(stderr);
 }
 
 /* --shape text ("2,3", "[2, 3]", "" or [] for 0-d) into a shape. */
@@ -116,7 +134,7 @@ static int einsum_shapes(const tg_op_call *call, op_sources *src, char (*buf)[64
 
 /* `tgraph gradcheck OP ...`: the op in float64 on the given or random inputs. */
 static int op_gradcheck(const tg_op_def *op, tg_config *cfg, op_sources *src, int64_t seed,
-                        int64_t max_per)
+                        int64_t max_per, tg_cli_progress *pr)
 {
     char shapes[TG_EINSUM_MAX_OPERANDS][64];
     tg_op_call call;
@@ -172,7 +190,10 @@ static int op_gradcheck(const tg_op_def *op, tg_config *cfg, op_sources *src, in
         rc = tg_cli_fail("gradcheck", "%s", tg_graph_error(g));
         goto done;
     }
-    tg_gradcheck_opts o = {.seed = (uint64_t)seed, .max_per_tensor = max_per};
+    gc_watch w = {pr, op->name};
+    tg_gradcheck_opts o = {.seed = (uint64_t)seed, .max_per_tensor = max_per,
+                           .progress = on_progress, .progress_user = &w};
+    tg_cli_progress_start(pr);
     if (tg_gradcheck(g, y, &o, res, TG_OP_MAX_INPUTS, &n_res, &ok)) {
         rc = tg_cli_fail("gradcheck", "%s: %s", op->name, tg_last_error());
         goto done;
@@ -187,7 +208,8 @@ done:
 }
 
 /* `tgraph gradcheck LAYER ...`: the layer in float64, parameters perturbed, inputs random. */
-static int layer_gradcheck(const char *layer, tg_config *cfg, int64_t seed, int64_t max_per)
+static int layer_gradcheck(const char *layer, tg_config *cfg, int64_t seed, int64_t max_per,
+                           tg_cli_progress *pr)
 {
     tg_cli_layer c = {0};
     tg_gradcheck_result *res = NULL;
@@ -215,7 +237,10 @@ static int layer_gradcheck(const char *layer, tg_config *cfg, int64_t seed, int6
         rc = tg_cli_fail("gradcheck", "out of memory");
         goto done;
     }
-    tg_gradcheck_opts o = {.seed = (uint64_t)seed, .max_per_tensor = max_per};
+    gc_watch w = {pr, layer};
+    tg_gradcheck_opts o = {.seed = (uint64_t)seed, .max_per_tensor = max_per,
+                           .progress = on_progress, .progress_user = &w};
+    tg_cli_progress_start(pr);
     if (tg_gradcheck(c.g, c.out.y, &o, res, tg_params_count(c.ps) + TG_MAX_LAYER_INPUTS, &n_res,
                      &ok)) {
         rc = tg_cli_fail("gradcheck", "%s", tg_last_error());
@@ -235,6 +260,7 @@ typedef struct {
     int64_t     seed, max_per;
     tg_config  *cfg;     /* --set values, or the op's ATTR=VALUE */
     op_sources  src;     /* --in / --shape, for an op */
+    tg_cli_progress pr;  /* --progress-every, --quiet */
 } gc_args;
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -244,8 +270,11 @@ static int parse_args(gc_args *G, int argc, char **argv)
     tg_args_init(&a, "gradcheck", argc, argv);
     const char *arg, *v;
     op_sources *src = &G->src;
+    int prc;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
+        if ((prc = tg_cli_progress_option(&G->pr, &a, arg))) {
+            if (prc < 0) return 2;
+        } else if (!strcmp(arg, "--set")) {
             if (!tg_args_value(&a, &v) || tg_cli_set("gradcheck", G->cfg, v)) return 2;
         } else if (!strcmp(arg, "--seed")) {
             if (!tg_args_int(&a, 0, INT64_MAX, &G->seed)) return 2;
@@ -276,7 +305,7 @@ static int gradcheck_named(gc_args *G)
                            "missing LAYER or OP (see tgraph layers, tgraph op --help)");
     const tg_op_def *op = tg_op_find(layer);
     if (op && (!tg_layer_class_find(layer) || G->src.n))
-        return op_gradcheck(op, G->cfg, &G->src, G->seed, G->max_per);
+        return op_gradcheck(op, G->cfg, &G->src, G->seed, G->max_per, &G->pr);
     if (!op && !tg_layer_class_find(layer)) {
         char ops[1024];
         tg_op_names(ops, sizeof ops);
@@ -286,12 +315,12 @@ static int gradcheck_named(gc_args *G)
     if (G->src.n)
         return tg_cli_fail("gradcheck", "--in and --shape are for single ops; %s is a layer (its "
                            "inputs are random)", layer);
-    return layer_gradcheck(layer, G->cfg, G->seed, G->max_per);
+    return layer_gradcheck(layer, G->cfg, G->seed, G->max_per, &G->pr);
 }
 
 static int run(int argc, char **argv)
 {
-    gc_args G = {0};
+    gc_args G = {.pr = TG_CLI_PROGRESS_DEFAULT};
     if (!(G.cfg = tg_config_new())) return tg_cli_fail("gradcheck", "out of memory");
     int rc = parse_args(&G, argc, argv);
     if (!rc) rc = gradcheck_named(&G);
@@ -305,14 +334,18 @@ const tg_cli_cmd tg_cmd_gradcheck = {
     .help =
         "usage: tgraph gradcheck LAYER [--set KEY=VALUE]... [--seed N] [--max-per-tensor N]\n"
         "       tgraph gradcheck OP [ATTR=VALUE]... [--in FILE.npy | --shape 2,3]...\n"
-        "                        [--seed N] [--max-per-tensor N]\n\n"
+        "                        [--seed N] [--max-per-tensor N]\n"
+        "       (both: [--progress-every SECONDS] [--quiet])\n\n"
         "Builds LAYER in float64 with PyTorch-default parameters plus 0.1*randn (so no\n"
         "LayerNorm gain is exactly 1) and random inputs, and compares the gradient of\n"
         "sum(y * r) for a random r with central differences (eps 1e-6, atol 1e-5,\n"
         "rtol 1e-3, as torch.autograd.gradcheck) for every parameter and input. Elements\n"
         "whose probe flips a discrete decision (a topk pick, a relu sign) are left out and\n"
         "counted. Prints one line per tensor; exits 1 if any fails.\n"
-        "  --max-per-tensor N   check at most N elements per tensor (spread evenly)\n\n"
+        "  --max-per-tensor N   check at most N elements per tensor (spread evenly)\n"
+        "  --progress-every SECONDS  a check running longer writes a line on stderr\n"
+        "                   every SECONDS (default 5; 0: every element): the tensor and\n"
+        "                   the element it is at; --quiet, -q: none\n\n"
         "OP is any op of tgraph op --help, with its attributes. Its tensor inputs, in\n"
         "PyTorch's order, come from --in files (float data converted to float64; 'null'\n"
         "for an omitted optional input) or are drawn at random in the --shape given\n"

@@ -45,6 +45,41 @@ void tg_trainer_seed(tg_trainer *t, uint64_t seed)
     tg_rng_seed(&t->state.dropout_rng, seed ^ 0xd409047ull);
 }
 
+/* ---- the position of a mid-epoch checkpoint (max_steps), in its metadata ---- */
+
+#define META_EPOCH_STEP "trainer.epoch_step"
+#define META_LOSS_SUM   "trainer.epoch_loss_sum"
+
+/* ck's steps into the epoch under way and their loss sum (0, 0 when absent:
+ * a checkpoint written at an epoch's end, or by an older version). */
+static tg_status mid_epoch_of(const tg_checkpoint *ck, int64_t *k, double *sum)
+{
+    *k = 0;
+    *sum = 0;
+    const char *ks = tg_checkpoint_meta(ck, META_EPOCH_STEP);
+    const char *ss = tg_checkpoint_meta(ck, META_LOSS_SUM);
+    if (!ks) return TG_OK;
+    tg_status st = tg_checkpoint_meta_int(ck, META_EPOCH_STEP, 0, INT64_MAX, k);
+    if (st) return st;
+    char *end = NULL;
+    *sum = ss ? strtod(ss, &end) : NAN;
+    if (!ss || end == ss || *end || !isfinite(*sum))
+        return tg_set_error(TG_ERR_FORMAT, "%s: metadata %s is '%s', not a finite number",
+                            ck->path ? ck->path : "checkpoint", META_LOSS_SUM, ss ? ss : "(missing)");
+    return TG_OK;
+}
+
+/* Record in t->state where the epoch under way is: k steps, their loss sum
+ * (exactly, as a hexadecimal float). */
+static tg_status set_mid_epoch(tg_trainer *t, int64_t k, double sum)
+{
+    char ks[32], ss[64];
+    snprintf(ks, sizeof ks, "%lld", (long long)k);
+    snprintf(ss, sizeof ss, "%a", sum);
+    tg_status st = tg_checkpoint_set_meta(&t->state, META_EPOCH_STEP, ks);
+    return st ? st : tg_checkpoint_set_meta(&t->state, META_LOSS_SUM, ss);
+}
+
 tg_status tg_trainer_resume(tg_trainer *t, const tg_checkpoint *ck)
 {
     TG__NONNULL(t, TG_ERR_INVALID);
@@ -52,7 +87,10 @@ tg_status tg_trainer_resume(tg_trainer *t, const tg_checkpoint *ck)
     if (!t->ps || !t->optim)
         return tg_set_error(TG_ERR_INVALID, "tg_trainer_resume: set the trainer's %s first",
                             t->ps ? "optim" : "ps");
-    tg_status st = tg_checkpoint_restore_params(ck, t->ps);
+    int64_t k;
+    double sum;
+    tg_status st = mid_epoch_of(ck, &k, &sum);
+    if (!st) st = tg_checkpoint_restore_params(ck, t->ps);
     if (!st) st = tg_checkpoint_restore_optim(ck, t->ps, t->optim);
     if (st) return st;
     /* the history first: the one step that can fail (out of memory) */
@@ -78,6 +116,8 @@ tg_status tg_trainer_resume(tg_trainer *t, const tg_checkpoint *ck)
     s->bad_epochs = ck->bad_epochs;
     s->data_rng = ck->data_rng;
     s->dropout_rng = ck->dropout_rng;
+    t->resume_k = k;
+    t->resume_loss_sum = sum;
     return TG_OK;
 }
 
@@ -100,6 +140,13 @@ static tg_status check_settings(const tg_trainer *t)
         return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: %s", t->patience < 0 ? "patience < 0"
                             : t->warmup < 0 ? "warmup < 0" : !(t->clip >= 0) ? "clip < 0 or NaN"
                             : "unknown schedule");
+    if (t->max_steps < 0)
+        return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: max_steps must be >= 0 (0: no "
+                            "limit), got %lld", (long long)t->max_steps);
+    if (t->resume_k < 0 || t->resume_k >= t->steps_per_epoch)
+        return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: the run was saved after %lld steps "
+                            "of an epoch, but an epoch has %lld steps now (resume_k)",
+                            (long long)t->resume_k, (long long)t->steps_per_epoch);
     const tg_tensor *v = tg_node_value(t->loss);
     if (!v || v->numel != 1)
         return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: the loss must be a scalar node, "
@@ -138,12 +185,35 @@ static const char *bad_grad(tg_params *ps)
 /* ---- the loop ---- */
 
 typedef struct run_clock {
-    double start, before;   /* now at the run's start; seconds of earlier runs */
+    double  start, before;   /* now at the run's start; seconds of earlier runs */
+    double  epoch_start;     /* now when the epoch under way began (in this call) */
+    int64_t start_step;      /* state.step when this call began */
 } run_clock;
 
-static double run_seconds(const run_clock *c) { return c->before + (now_seconds() - c->start); }
-
 static bool stop_requested(const tg_trainer *t) { return t->stop && *t->stop; }
+
+static bool steps_out(const tg_trainer *t)
+{
+    return t->max_steps > 0 && t->state.step >= t->max_steps;
+}
+
+/* What the progress callback is told about the run so far. */
+static tg_trainer_progress progress_of(const tg_trainer *t, const run_clock *clk,
+                                       tg_trainer_event ev, double loss)
+{
+    const tg_checkpoint *s = &t->state;
+    int64_t total = t->epochs * t->steps_per_epoch;
+    double now = now_seconds();
+    bool step = ev == TG_TRAINER_EVENT_STEP;
+    return (tg_trainer_progress){
+        .event = ev, .epoch = step ? s->epoch + 1 : s->epoch, .epochs = t->epochs,
+        .k = step ? t->k : t->steps_per_epoch, .steps_per_epoch = t->steps_per_epoch,
+        .step = s->step, .loss = loss, .metric = NAN, .lr = tg_optim_lr(t->optim),
+        .seconds = clk->before + (now - clk->start),
+        .total_steps = t->max_steps > 0 && t->max_steps < total ? t->max_steps : total,
+        .call_steps = s->step - clk->start_step, .call_seconds = now - clk->start,
+        .epoch_seconds = now - clk->epoch_start};
+}
 
 /* One optimizer step: batch k of the epoch under way; *loss its loss. */
 static tg_status train_step(tg_trainer *t, int64_t k, double *loss)
@@ -171,28 +241,78 @@ static tg_status train_step(tg_trainer *t, int64_t k, double *loss)
     return TG_OK;
 }
 
+static tg_status save(tg_trainer *t, const char *path)
+{
+    tg_status st = path ? tg_checkpoint_save(path, t->ps, t->optim, &t->state) : TG_OK;
+    if (!st) return TG_OK;
+    t->phase = TG_TRAINER_PHASE_SAVE;
+    return tg_set_error(st, "saving a checkpoint: %s", tg_last_error());
+}
+
+/* max_steps reached after t->k steps of the epoch: the state becomes that
+ * of a run resumed here (the data RNG of the epoch's start, the graph's RNG
+ * as it is now, resume_k and the loss sum) and is saved as the last
+ * checkpoint. */
+static tg_status save_mid_epoch(tg_trainer *t, const tg_rng *epoch_start, double sum)
+{
+    tg_checkpoint *s = &t->state;
+    s->dropout_rng = *tg_graph_rng(t->graph);
+    s->data_rng = *epoch_start;
+    t->resume_k = t->k;
+    t->resume_loss_sum = sum;
+    tg_status st = set_mid_epoch(t, t->k, sum);
+    if (st) {
+        t->phase = TG_TRAINER_PHASE_SAVE;
+        return st;
+    }
+    return save(t, t->last_path);
+}
+
+/* Continue the epoch of a mid-epoch checkpoint: its first resume_k batches
+ * drawn again (no steps), so the data RNG and the caller's shuffle are
+ * where they were. */
+static tg_status replay(tg_trainer *t, double *sum)
+{
+    for (int64_t k = 0; k < t->resume_k; k++) {
+        tg_status st = t->batch(t->user, t->state.epoch, k, &t->state.data_rng);
+        if (st) return st;
+    }
+    t->k = t->resume_k;
+    *sum = t->resume_loss_sum;
+    t->resume_k = 0;
+    t->resume_loss_sum = 0;
+    return TG_OK;
+}
+
 /* The steps of one epoch; *mean_loss their mean. TG_OK with *stopped set
- * when a stop request came (the epoch is abandoned). */
-static tg_status train_epoch(tg_trainer *t, const run_clock *clk, double *mean_loss,
-                             bool *stopped)
+ * when a stop request came (the epoch is abandoned), or *capped when
+ * max_steps came in mid-epoch (the epoch is saved where it is). */
+static tg_status train_epoch(tg_trainer *t, run_clock *clk, double *mean_loss, bool *stopped,
+                             bool *capped)
 {
     tg_checkpoint *s = &t->state;
     double sum = 0;
+    const tg_rng epoch_start = s->data_rng;
     *tg_graph_rng(t->graph) = s->dropout_rng;
-    for (t->k = 0; t->k < t->steps_per_epoch; ) {
+    clk->epoch_start = now_seconds();
+    t->k = 0;
+    tg_status st = t->resume_k > 0 ? replay(t, &sum) : TG_OK;
+    if (st) return st;
+    while (t->k < t->steps_per_epoch) {
         if (stop_requested(t)) {
             *stopped = true;
             return TG_OK;
         }
+        if (steps_out(t)) {
+            *capped = true;
+            return save_mid_epoch(t, &epoch_start, sum);
+        }
         double loss;
-        tg_status st = train_step(t, t->k, &loss);
-        if (st) return st;
+        if ((st = train_step(t, t->k, &loss))) return st;
         t->k++;
         sum += loss;
         if (t->progress) {
-            tg_trainer_progress p = {TG_TRAINER_EVENT_STEP, s->epoch + 1, t->epochs, t->k,
-                                     t->steps_per_epoch, s->step, sum / (double)t->k, NAN,
-                                     tg_optim_lr(t->optim), false, run_seconds(clk)};
+            tg_trainer_progress p = progress_of(t, clk, TG_TRAINER_EVENT_STEP, sum / (double)t->k);
             if ((st = t->progress(t->user, &p))) {
                 t->phase = TG_TRAINER_PHASE_PROGRESS;
                 return st;
@@ -204,19 +324,11 @@ static tg_status train_epoch(tg_trainer *t, const run_clock *clk, double *mean_l
     return TG_OK;
 }
 
-static tg_status save(tg_trainer *t, const char *path)
-{
-    tg_status st = path ? tg_checkpoint_save(path, t->ps, t->optim, &t->state) : TG_OK;
-    if (!st) return TG_OK;
-    t->phase = TG_TRAINER_PHASE_SAVE;
-    return tg_set_error(st, "saving a checkpoint: %s", tg_last_error());
-}
-
 /* After the steps of an epoch: validate, count, record, save, report. */
 static tg_status end_epoch(tg_trainer *t, const run_clock *clk, double loss)
 {
     tg_checkpoint *s = &t->state;
-    double lr_used = tg_optim_lr(t->optim), metric = loss;
+    double metric = loss;
     t->phase = TG_TRAINER_PHASE_VALIDATE;
     tg_status st = t->validate ? t->validate(t->user, s->epoch + 1, &metric) : TG_OK;
     if (st) return st;
@@ -229,13 +341,13 @@ static tg_status end_epoch(tg_trainer *t, const run_clock *clk, double loss)
     } else {
         s->bad_epochs++;
     }
-    tg_trainer_progress p = {TG_TRAINER_EVENT_VALIDATED, s->epoch, t->epochs, t->steps_per_epoch,
-                             t->steps_per_epoch, s->step, loss, metric, lr_used, best,
-                             run_seconds(clk)};
-    double row[TG_CKPT_HISTORY_COLS] = {(double)s->epoch, (double)s->step, loss, metric, lr_used,
+    tg_trainer_progress p = progress_of(t, clk, TG_TRAINER_EVENT_VALIDATED, loss);
+    p.metric = metric;
+    p.best = best;
+    double row[TG_CKPT_HISTORY_COLS] = {(double)s->epoch, (double)s->step, loss, metric, p.lr,
                                         p.seconds};
     t->phase = TG_TRAINER_PHASE_SAVE;
-    if ((st = tg_checkpoint_add_history(s, row))) return st;
+    if ((st = tg_checkpoint_add_history(s, row)) || (st = set_mid_epoch(t, 0, 0))) return st;
     t->phase = TG_TRAINER_PHASE_PROGRESS;
     if (t->progress && (st = t->progress(t->user, &p))) return st;
     if ((best && (st = save(t, t->best_path))) || (st = save(t, t->last_path))) return st;
@@ -261,17 +373,18 @@ tg_status tg_trainer_run(tg_trainer *t)
     const tg_checkpoint *s = &t->state;
     run_clock clk = {now_seconds(),
                      s->history_rows ? s->history[(s->history_rows - 1) * TG_CKPT_HISTORY_COLS + 5]
-                                     : 0};
-    bool stopped = false;
-    while (s->epoch < t->epochs && !patience_out(t) && !stopped) {
-        if ((stopped = stop_requested(t))) break;
+                                     : 0, 0, s->step};
+    bool stopped = false, capped = false;   /* capped: max_steps reached */
+    while (s->epoch < t->epochs && !patience_out(t) && !stopped && !capped) {
+        if ((stopped = stop_requested(t)) || (capped = steps_out(t))) break;
         double loss = 0;
         t->phase = TG_TRAINER_PHASE_STEP;
-        if ((st = train_epoch(t, &clk, &loss, &stopped))) return st;
-        if (!stopped && (st = end_epoch(t, &clk, loss))) return st;
+        if ((st = train_epoch(t, &clk, &loss, &stopped, &capped))) return st;
+        if (!stopped && !capped && (st = end_epoch(t, &clk, loss))) return st;
     }
-    t->end = stopped || stop_requested(t) ? TG_TRAINER_STOPPED
-             : s->epoch < t->epochs       ? TG_TRAINER_EARLY_STOP
-                                          : TG_TRAINER_DONE;
+    t->end = stopped || stop_requested(t)   ? TG_TRAINER_STOPPED
+             : s->epoch >= t->epochs         ? TG_TRAINER_DONE
+             : patience_out(t)               ? TG_TRAINER_EARLY_STOP
+                                             : TG_TRAINER_MAX_STEPS;
     return TG_OK;
 }

@@ -28,6 +28,7 @@
  *     t.batch = fill; t.validate = val; t.user = &my_data;
  *     t.best_path = "run/best.safetensors"; t.last_path = "run/last.safetensors";
  *     t.stop = &stop_flag;                      // optional: a signal handler sets it
+ *     t.max_steps = 1000;                       // optional: end there (0: no limit)
  *     tg_trainer_seed(&t, 42);
  *     // to continue a run: tg_checkpoint ck; tg_checkpoint_read(t.last_path, &ck);
  *     //                    tg_trainer_resume(&t, &ck); tg_checkpoint_clear(&ck);
@@ -47,6 +48,20 @@
  *
  * A run of N steps with validation every V steps: steps_per_epoch = V,
  * epochs = N / V (an "epoch" is the interval between validations).
+ *
+ * max_steps (a smoke test, a time budget) ends the run when state.step
+ * reaches it (t->end = TG_TRAINER_MAX_STEPS). At an epoch's end that epoch
+ * is finished as usual; in mid-epoch the steps so far are kept in the last
+ * checkpoint (no validation: the best checkpoint stays the best complete
+ * epoch's), with the epoch's position, its loss sum and the data RNG of its
+ * start (metadata trainer.epoch_step, trainer.epoch_loss_sum). Resuming from
+ * it continues the epoch: the batch callback is called again for the
+ * epoch's first batches (no steps taken) so that it draws the same shuffle,
+ * then the steps go on; the bits are those of the uninterrupted run. The
+ * batch callback must therefore depend only on (epoch, k, rng). max_steps
+ * does not change the learning-rate schedule (its length stays epochs *
+ * steps_per_epoch), so a run continued with a larger max_steps is the
+ * uninterrupted run.
  */
 #ifndef TG_TRAINER_H
 #define TG_TRAINER_H
@@ -96,6 +111,12 @@ typedef struct tg_trainer_progress {
     double  lr;           /* the learning rate of the last step */
     bool    best;         /* VALIDATED, EPOCH: this epoch is the best so far */
     double  seconds;      /* training time of the run (resumed runs included) */
+    /* added with max_steps (issue 19): enough for a rate and the ETAs */
+    int64_t total_steps;  /* the step the run ends at unless it stops early:
+                             epochs * steps_per_epoch, or max_steps when smaller */
+    int64_t call_steps;   /* optimizer steps taken by this tg_trainer_run call */
+    double  call_seconds; /* seconds since this tg_trainer_run call began */
+    double  epoch_seconds;/* seconds since the epoch under way began (in this call) */
 } tg_trainer_progress;
 
 /* Non-TG_OK ends the run with that status. */
@@ -107,6 +128,7 @@ typedef enum tg_trainer_end {
     TG_TRAINER_DONE,         /* every epoch trained */
     TG_TRAINER_EARLY_STOP,   /* patience epochs without a better metric */
     TG_TRAINER_STOPPED,      /* *stop was set: stopped between steps or epochs */
+    TG_TRAINER_MAX_STEPS,    /* state.step reached max_steps (the last checkpoint is there) */
     TG_TRAINER_END_COUNT
 } tg_trainer_end;
 
@@ -145,11 +167,15 @@ typedef struct tg_trainer {
     tg_trainer_progress_fn progress;   /* optional */
     void      *user;            /* handed to every callback */
     volatile sig_atomic_t *stop;   /* optional: nonzero asks the run to stop between steps */
+    int64_t    max_steps;       /* end the run when state.step reaches it; 0: no limit */
 
     tg_checkpoint    state;     /* owned: counters, RNGs, history (tg_trainer_clear frees) */
     tg_trainer_end   end;       /* after tg_trainer_run: why it returned */
     tg_trainer_phase phase;     /* after a failed tg_trainer_run: where */
     int64_t          k;         /* steps done in the epoch under way (where a step failed) */
+    /* set by tg_trainer_resume from a checkpoint written mid-epoch (max_steps) */
+    int64_t          resume_k;         /* steps of epoch state.epoch + 1 already done */
+    double           resume_loss_sum;  /* the sum of their losses */
 } tg_trainer;
 
 /* Zero t, set the defaults (constant schedule, state.best_val = INFINITY,
@@ -165,17 +191,19 @@ void tg_trainer_seed(tg_trainer *t, uint64_t seed);
 
 /* Continue the run saved in ck (read with tg_checkpoint_read from a
  * checkpoint this trainer wrote): parameters into t->ps, optimizer state
- * into t->optim, and the counters, RNGs and history into t->state. The
+ * into t->optim, and the counters, RNGs and history into t->state (and,
+ * from a mid-epoch checkpoint, resume_k and resume_loss_sum). The
  * caller's metadata and scaler are not copied (set them again). Errors name
  * the file and the tensor; on error the state is unchanged (the parameters
  * may have been restored). ck stays the caller's. */
 tg_status tg_trainer_resume(tg_trainer *t, const tg_checkpoint *ck);
 
 /* Train from t->state.epoch to t->epochs. TG_OK when the run ended
- * normally (t->end: DONE, EARLY_STOP or STOPPED); else the status of the
- * failure with tg_last_error() saying what, and t->phase where. Bad
- * settings (NULL graph, loss, ps, optim or batch callback, epochs or
- * steps_per_epoch < 1, lr <= 0, a loss that is not a scalar of graph) are
+ * normally (t->end: DONE, EARLY_STOP, STOPPED or MAX_STEPS); else the
+ * status of the failure with tg_last_error() saying what, and t->phase
+ * where. Bad settings (NULL graph, loss, ps, optim or batch callback, epochs
+ * or steps_per_epoch < 1, lr <= 0, max_steps < 0, a loss that is not a
+ * scalar of graph, a mid-epoch resume_k not below steps_per_epoch) are
  * TG_ERR_INVALID naming the field, before anything runs. A stop request in
  * mid-epoch abandons that epoch: the parameters are mid-epoch, the last
  * checkpoint on disk is the last complete epoch's (resume from it). */
