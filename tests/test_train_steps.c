@@ -511,3 +511,26 @@ Test(train_progress, gradcheck_and_bench_progress_lines)
                         "--progress-every", "-1");
     tt_expect_cli_error(TT_ARGS("bench", "tsa", "--progress-every", "x"), "--progress-every", "x");
 }
+
+/* --out-dir is the spelling of a directory output (issue 19); --out stays an
+ * alias: both write the run's files into the directory given. */
+Test(train_progress, out_dir_and_its_alias_out)
+{
+    const char *dirs[2] = {tt_path("by-out-dir"), tt_path("by-out")};
+    const char *flags[2] = {"--out-dir", "--out"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(tool(TT_ARGS("train", LINEAR, "--epochs", "1", "--quiet", flags[i],
+                                  dirs[i])), 0, "%s: %s", flags[i], err_text);
+        char path[256];
+        snprintf(path, sizeof path, "%s/metrics.csv", dirs[i]);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f, "%s wrote no %s", flags[i], path);
+        fclose(f);
+        snprintf(path, sizeof path, "%s/best.safetensors", dirs[i]);
+        f = fopen(path, "r");
+        cr_assert_not_null(f, "%s wrote no %s", flags[i], path);
+        fclose(f);
+    }
+    cr_assert_eq(tool(TT_ARGS("train", LINEAR, "--out-dir")), 2);
+    cr_assert(strstr(err_text, "--out-dir"), "%s", err_text);
+}

@@ -621,8 +621,9 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 
 /* ---- the steps of the command ---- */
 
-/* One option into j->s (or j->cfg). 0, or the exit status. */
-static int parse_option(job *j, tg_args *a, const char *arg)
+/* A data or model option (--data --split --target --features --model --set)
+ * into j->s or j->cfg: 0, the exit status, or -1 when arg is none of them. */
+static int parse_data_option(job *j, tg_args *a, const char *arg)
 {
     settings *s = &j->s;
     const char *v;
@@ -646,7 +647,22 @@ static int parse_option(job *j, tg_args *a, const char *arg)
         VALUE(&v);
         if (tg_cli_set(CMD, j->cfg, v)) return 2;
         s->set_cfg = true;
-    } else if (!strcmp(arg, "--epochs")) {
+    } else {
+        return -1;
+    }
+#undef VALUE
+    return 0;
+}
+
+/* One option into j->s (or j->cfg). 0, or the exit status. */
+static int parse_option(job *j, tg_args *a, const char *arg)
+{
+    settings *s = &j->s;
+    const char *v;
+#define VALUE(p) if (!tg_args_value(a, p)) return 2
+    int r = parse_data_option(j, a, arg);
+    if (r >= 0) return r;
+    if (!strcmp(arg, "--epochs")) {
         if (!tg_args_int(a, 1, 100000, &s->epochs)) return 2;
         s->set_epochs = true;
     } else if (!strcmp(arg, "--batch-size")) {
@@ -692,7 +708,7 @@ static int parse_option(job *j, tg_args *a, const char *arg)
         s->overwrite = true;
     } else if (!strcmp(arg, "--allow-data-change")) {
         s->allow_data_change = true;
-    } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+    } else if (!strcmp(arg, "--out-dir") || !strcmp(arg, "--out") || !strcmp(arg, "-o")) {
         VALUE(&s->out);
         s->set_out = true;
     } else if (!strcmp(arg, "--resume")) {
@@ -1005,7 +1021,7 @@ const tg_cli_cmd tg_cmd_train = {
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
         "                    [--features M|S|MS] [--target COL]\n"
         "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
-        "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out DIR]\n"
+        "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out-dir DIR]\n"
         "                    [--overwrite] [--resume FILE [--allow-data-change]]\n"
         "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n"
         "                    [--max-steps N] [--progress-every SECONDS] [--quiet]\n"
@@ -1051,7 +1067,7 @@ const tg_cli_cmd tg_cmd_train = {
         "  --recompute      recompute linear layers' outputs in backward instead of\n"
         "                   keeping them from the forward: less memory, one more GEMM\n"
         "                   per such layer and step; bit-identical results\n"
-        "  --out DIR        default runs/train (on --resume: the file's directory),\n"
+        "  --out-dir DIR    (or --out DIR) default runs/train (on --resume: the file's dir),\n"
         "                   created if missing: checkpoint.safetensors (last epoch),\n"
         "                   best.safetensors, metrics.csv (epoch, step, train_loss,\n"
         "                   val_mse, lr, seconds), loss.svg, model.dot (+ .svg if\n"
