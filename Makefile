@@ -152,6 +152,11 @@ test: check-criterion $(TESTS) $(TOOL) $(MAN) $(LIB_SO) headers
 	CC="$(CC)" sh tests/layering.sh
 	sh tests/func_length.sh
 	TG_API_CFLAGS="$(API_CHECK_FLAGS)" sh tests/api_check.sh $(BUILD)
+	$(README_CHECK) tests/readme_check.sh $(BUILD)
+
+# The README's sh blocks, run in order in a scratch directory (tests/readme_check.sh);
+# `make asan` leaves them out (their C example links the plain build's way).
+README_CHECK ?= sh
 
 run: $(TOOL)
 	$(TOOL) train --out $(BUILD)/train --overwrite
@@ -213,7 +218,7 @@ bench-topk: $(BUILD)/topk-bench
 asan: export ASAN_OPTIONS = allocator_may_return_null=1:detect_leaks=1
 asan:
 	@mkdir -p build-asan
-	@{ $(MAKE) BUILD=build-asan OPT=-O1 API_CHECK_FLAGS="-fsanitize=address,undefined" \
+	@{ $(MAKE) BUILD=build-asan OPT=-O1 API_CHECK_FLAGS="-fsanitize=address,undefined" README_CHECK=: \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDLIBS="-fsanitize=address,undefined -lm -lpthread" test; echo $$? > build-asan/asan.rc; } \
 	  2>&1 | tee build-asan/asan.log

@@ -5,8 +5,8 @@
 #   sh tests/readme_check.sh [BUILD]        (BUILD: the build directory, default build)
 #
 # The blocks run in order, each with `sh -e`, in one scratch directory laid out
-# like the repository (build/, tools/, tests/ and ../shared reached through
-# links), as a user would type them one after the other: a block may use the
+# like the repository (its top-level entries, build/ and ../shared reached
+# through links), as a user would type them one after the other: a block may use the
 # files an earlier one wrote, and the tree stays clean. A block takes one
 # marker on the line above it:
 #   <!-- readme-test: skip REASON -->   not run (make test itself, installing)
@@ -40,8 +40,7 @@ work=$SCRATCH/run/repo
 mkdir -p "$work"
 ln -s "$ROOT/$BUILD" "$work/build"
 [ "$BUILD" = build ] || ln -s "$ROOT/$BUILD" "$work/$BUILD"
-ln -s "$ROOT/tools" "$work/tools"
-ln -s "$ROOT/tests" "$work/tests"
+for entry in engine ops layers tools tests Makefile; do ln -s "$ROOT/$entry" "$work/$entry"; done
 ln -s "$ROOT/../shared" "$SCRATCH/run/shared"
 
 ran=0; skipped=0; failed=0
