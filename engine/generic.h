@@ -4,8 +4,9 @@
  * An op file reads from the top as a reader wants it: what the op computes,
  * the builder (with its shape checks), the forward, the backward, the
  * descriptor and the registry row. Its kernels, written once over TG_T, come
- * last: the file includes itself once per type at the end of the op proper,
- * and the self-included copy compiles only the section under `#else`:
+ * last: the file includes itself once per type at the end of the op proper
+ * (engine/instantiate.h), and the self-included copy compiles only the
+ * section under `#else`:
  *
  *     #ifndef TG_KERNELS  // ---------------------------------- the op proper
  *     #include "ops_internal.h"
@@ -17,12 +18,8 @@
  *     { TG_DISPATCH(n->value.dtype, relu_run)(n, false); return TG_OK; }
  *     ...                                                       // backward, descriptor
  *
- *     #define TG_KERNELS 32
- *     #include "relu.c"
- *     #undef TG_KERNELS
- *     #define TG_KERNELS 64
- *     #include "relu.c"
- *     #undef TG_KERNELS
+ *     #define TG_SELF "relu.c"       // the kernels below, for float and double
+ *     #include "instantiate.h"
  *
  *     #else  // ------------------------------ kernels, compiled once per type
  *     #include "generic.h"

@@ -154,12 +154,8 @@ const tg_op_def tg__activation_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "activation.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "activation.c"
-#undef TG_KERNELS
+#define TG_SELF "activation.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -484,12 +484,8 @@ const tg_op_def tg__concat_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "concat.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "concat.c"
-#undef TG_KERNELS
+#define TG_SELF "concat.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

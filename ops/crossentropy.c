@@ -223,12 +223,8 @@ const tg_op_def tg__crossentropy_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "crossentropy.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "crossentropy.c"
-#undef TG_KERNELS
+#define TG_SELF "crossentropy.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

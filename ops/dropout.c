@@ -174,12 +174,8 @@ const tg_op_def tg__dropout_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "dropout.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "dropout.c"
-#undef TG_KERNELS
+#define TG_SELF "dropout.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

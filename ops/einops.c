@@ -573,12 +573,8 @@ const tg_op_def tg__einops_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "einops.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "einops.c"
-#undef TG_KERNELS
+#define TG_SELF "einops.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

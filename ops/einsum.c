@@ -791,12 +791,8 @@ const tg_op_def tg__einsum_ops[] = {
 
 /* ---- the portable kernel, once per type ---- */
 
-#define TG_KERNELS 32
-#include "einsum.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "einsum.c"
-#undef TG_KERNELS
+#define TG_SELF "einsum.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -235,12 +235,8 @@ const tg_op_def tg__elementwise_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "elementwise.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "elementwise.c"
-#undef TG_KERNELS
+#define TG_SELF "elementwise.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -202,12 +202,8 @@ static void *gemm_buf(int which)
 
 /* ---- the engine, once per type ---- */
 
-#define TG_KERNELS 32
-#include "gemm.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "gemm.c"
-#undef TG_KERNELS
+#define TG_SELF "gemm.c"
+#include "instantiate.h"
 
 #else /* ======================= the engine, compiled once per type (TG_T = float, double) */
 #include "generic.h"

@@ -276,12 +276,8 @@ const tg_op_def tg__layernorm_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "layernorm.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "layernorm.c"
-#undef TG_KERNELS
+#define TG_SELF "layernorm.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -117,12 +117,8 @@ const tg_op_def tg__loss_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "loss.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "loss.c"
-#undef TG_KERNELS
+#define TG_SELF "loss.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

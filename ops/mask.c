@@ -173,12 +173,8 @@ const tg_op_def tg__mask_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "mask.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "mask.c"
-#undef TG_KERNELS
+#define TG_SELF "mask.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -157,12 +157,8 @@ const tg_op_def tg__reduce_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "reduce.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "reduce.c"
-#undef TG_KERNELS
+#define TG_SELF "reduce.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

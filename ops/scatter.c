@@ -351,12 +351,8 @@ const tg_op_def tg__scatter_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "scatter.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "scatter.c"
-#undef TG_KERNELS
+#define TG_SELF "scatter.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

@@ -476,12 +476,8 @@ const tg_op_def tg__sdpa_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "sdpa.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "sdpa.c"
-#undef TG_KERNELS
+#define TG_SELF "sdpa.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

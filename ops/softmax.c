@@ -193,12 +193,8 @@ const tg_op_def tg__softmax_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "softmax.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "softmax.c"
-#undef TG_KERNELS
+#define TG_SELF "softmax.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

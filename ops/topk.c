@@ -56,12 +56,13 @@ typedef struct {
     bool    largest, sorted;
 } topk_attr;
 
-typedef struct { tg_node *n; bool backward; } topk_ctx;
+typedef struct { tg_node *n; bool backward, vec; } topk_ctx;   /* vec: topk_f32_rows' choice */
 
 /* Up to this k a row keeps a sorted buffer on the stack; above, a heap. */
 #ifndef TOPK_SMALL
 #define TOPK_SMALL 64
 #endif
+_Static_assert(TOPK_SMALL >= 64, "the vector kernel's rows (k <= 64) go through topk_f32_rows");
 /* float32, k <= 64: the vector kernel (ops/simd/vec_topk.c) takes rows of at least
  * TOPK_VEC_MIN (below, the portable one is as fast), strided ones of at most
  * TOPK_GATHER (copied to the stack first). */
@@ -113,31 +114,6 @@ tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool
 
 /* ---- forward and backward ---- */
 
-#if TG_VEC
-/* forward, float32 rows [begin, end) by the vector kernel (ops/simd/vec_topk.c),
- * strided rows copied out first; run() says which calls take it */
-static void topk_vec_rows(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const topk_ctx *c = vctx;
-    const topk_attr *a = c->n->attr;
-    int64_t n = a->n, k = a->k, in = a->inner;
-    int64_t *IX = c->n->buf[0].data;                       /* [outer, k, inner] */
-    const float *x = c->n->in[0]->value.data;              /* [outer, n, inner] */
-    float *v = c->n->value.data;                           /* [outer, k, inner] */
-    (void)tid;
-    for (int64_t r = begin; r < end; r++) {
-        int64_t o = r / in, i = r % in;
-        int64_t xb = o * n * in + i, ob = o * k * in + i;
-        const float *row = x + xb;
-        float copy[TOPK_GATHER];                           /* a strided row, copied out */
-        if (in > 1) {
-            for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
-            row = copy;
-        }
-        tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
-    }
-}
-#endif
 
 /* float32, k <= TOPK_SMALL: the rank key and the complemented index packed
  * into one uint64 (key high, ~index low), so the rank order is the integer
@@ -194,9 +170,11 @@ static void topk_row_packed_f32(const float *x, int64_t n, int64_t xs, float *v,
     }
 }
 
-/* forward, float32 rows [begin, end) with k <= TOPK_SMALL and n < 2^32 (the
- * index fits 32 bits): the packed kernel below; run() says which calls take it */
-static void topk_packed_rows(void *vctx, int64_t begin, int64_t end, int tid)
+/* forward, float32 rows [begin, end), k <= TOPK_SMALL, n < 2^32: the vector
+ * kernel (ops/simd/vec_topk.c; strided rows copied out first) when c->vec,
+ * else the packed kernel above (the index fits 32 bits); run() says which
+ * calls take them */
+static void topk_f32_rows(void *vctx, int64_t begin, int64_t end, int tid)
 {
     const topk_ctx *c = vctx;
     const topk_attr *a = c->n->attr;
@@ -208,27 +186,36 @@ static void topk_packed_rows(void *vctx, int64_t begin, int64_t end, int tid)
     for (int64_t r = begin; r < end; r++) {
         int64_t o = r / in, i = r % in;
         int64_t xb = o * n * in + i, ob = o * k * in + i;
-        topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+        if (!c->vec) {
+            topk_row_packed_f32(x + xb, n, in, v + ob, IX + ob, k, in, a->largest);
+            continue;
+        }
+#if TG_VEC
+        const float *row = x + xb;
+        float copy[TOPK_GATHER];                           /* a strided row, copied out */
+        if (in > 1) {
+            for (int64_t j = 0; j < n; j++) copy[j] = x[xb + j * in];
+            row = copy;
+        }
+        tg__vec_topk_row_f32(row, n, v + ob, IX + ob, k, in, a->largest);
+#endif
     }
 }
 
 static void run(tg_node *n, bool backward)
 {
     const topk_attr *a = n->attr;
-    topk_ctx c = {n, backward};
+    topk_ctx c = {n, backward, false};
     if (a->k == 0) return;
-#if TG_VEC
-    /* float32, k <= 64, rows of TOPK_VEC_MIN to 2^32 - 1, strided ones up to TOPK_GATHER */
-    if (!backward && n->value.dtype == TG_F32 && tg__vec_on() && a->k <= 64 &&
-        a->n >= TOPK_VEC_MIN && a->n <= (int64_t)UINT32_MAX &&
-        (a->inner == 1 || a->n <= TOPK_GATHER)) {
-        tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1), topk_vec_rows, &c);
-        return;
-    }
-#endif
     if (!backward && n->value.dtype == TG_F32 && a->k <= TOPK_SMALL &&
         a->n <= (int64_t)UINT32_MAX) {
-        tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1), topk_packed_rows, &c);
+#if TG_VEC
+        /* the vector kernel: k <= 64, rows of TOPK_VEC_MIN or more, strided
+         * ones up to TOPK_GATHER */
+        c.vec = tg__vec_on() && a->k <= 64 && a->n >= TOPK_VEC_MIN &&
+                (a->inner == 1 || a->n <= TOPK_GATHER);
+#endif
+        tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1), topk_f32_rows, &c);
         return;
     }
     tg_parallel_for(a->outer * a->inner, 1 + 8192 / (a->n + 1),
@@ -307,12 +294,8 @@ const tg_op_def tg__topk_ops[] = {
 
 /* ---- the portable kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "topk.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "topk.c"
-#undef TG_KERNELS
+#define TG_SELF "topk.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"

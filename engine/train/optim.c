@@ -231,12 +231,8 @@ double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64
 
 /* ---- the update kernels, once per type ---- */
 
-#define TG_KERNELS 32
-#include "optim.c"
-#undef TG_KERNELS
-#define TG_KERNELS 64
-#include "optim.c"
-#undef TG_KERNELS
+#define TG_SELF "optim.c"
+#include "instantiate.h"
 
 #else /* ================================== kernels, compiled once per type */
 #include "generic.h"
