@@ -147,14 +147,14 @@ void tg_args_table(tg_args *a, const tg_opt *opts, int n)
 /* The option's head: "--name ARG, --alias, -a"; its length. */
 static int print_head(FILE *f, const tg_opt *o)
 {
-    int w = fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    int w = fprintf(f, "  %s", o->name);
     for (const char *p = o->alias; p && *p;) {
         while (*p == ' ') p++;
         int k = (int)strcspn(p, " ");
         if (k) w += fprintf(f, ", %.*s", k, p);
         p += k;
     }
-    return w;
+    return w + (o->arg ? fprintf(f, " %s", o->arg) : 0);
 }
 
 void tg_opts_print_help(FILE *f, const tg_opt *opts, int n)
@@ -209,11 +209,6 @@ void tg_opts_print_man(FILE *f, const tg_opt *opts, int n)
         fputs(".TP\n\\fB", f);
         roff_text(f, o->name, strlen(o->name));
         fputs("\\fR", f);
-        if (o->arg) {
-            fputs(" \\fI", f);
-            roff_text(f, o->arg, strlen(o->arg));
-            fputs("\\fR", f);
-        }
         for (const char *p = o->alias; p && *p;) {
             while (*p == ' ') p++;
             size_t k = strcspn(p, " ");
@@ -223,6 +218,11 @@ void tg_opts_print_man(FILE *f, const tg_opt *opts, int n)
                 fputs("\\fR", f);
             }
             p += k;
+        }
+        if (o->arg) {
+            fputs(" \\fI", f);
+            roff_text(f, o->arg, strlen(o->arg));
+            fputs("\\fR", f);
         }
         fputc('\n', f);
         roff_text(f, o->doc, strlen(o->doc));
