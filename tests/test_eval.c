@@ -20,17 +20,22 @@ static void setup(void) { tt_deadline(60); }
 
 TestSuite(eval, .init = setup);
 
-/* 120 rows: date, a, b, OT (OT constant when const_ot: its scaled values are all 0) */
-static const char *write_csv(bool const_ot)
+/* 120 rows: date, a, b, OT (OT constant when const_ot: its scaled values are
+ * all 0); the dates from 2020-01-01 00:00:00 every `step` seconds (0: no date
+ * column) */
+static const char *write_csv_every(bool const_ot, int step)
 {
     const char *p = tt_path("data.csv");
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
-    fprintf(f, "date,a,b,OT\n");
-    for (int i = 0; i < 120; i++)
-        fprintf(f, "2020-01-%02d %02d:00:00,%.6f,%.6f,%.6f\n", 1 + i / 24, i % 24,
-                3 * sin(i * 0.3) + 0.01 * i, 2 * cos(i * 0.17) + 0.5,
+    fprintf(f, "%sa,b,OT\n", step ? "date," : "");
+    for (int i = 0; i < 120; i++) {
+        int t = i * step;
+        if (step)
+            fprintf(f, "2020-01-%02d %02d:%02d:00,", 1 + t / 86400, t / 3600 % 24, t / 60 % 60);
+        fprintf(f, "%.6f,%.6f,%.6f\n", 3 * sin(i * 0.3) + 0.01 * i, 2 * cos(i * 0.17) + 0.5,
                 const_ot ? 5.0 : 10 + 4 * sin(i * 0.05) + 0.3 * sin(i * 1.3));
+    }
     fclose(f);
     return p;
 }
@@ -42,9 +47,10 @@ static const char *write_csv(bool const_ot)
 #define WINDOWS 21
 #define COLS 3
 
-static const char *train_tiny(bool const_ot)
+/* A tiny run on write_csv_every(const_ot, step); its best checkpoint. */
+static const char *train_tiny_every(bool const_ot, int step)
 {
-    const char *csv = write_csv(const_ot), *out = tt_path("run");
+    const char *csv = write_csv_every(const_ot, step), *out = tt_path("run");
     char err[8192];
     int rc = tt_run_tool(TT_ARGS("train", "--data", csv, "--split", "72,24,24", "--model",
                                  "linear_forecast", "--set", "seq_len=8", "--set", "pred_len=4",
@@ -53,6 +59,9 @@ static const char *train_tiny(bool const_ot)
     cr_assert_eq(rc, 0, "%s", err);
     return tt_path("run/best.safetensors");
 }
+
+/* ... on hourly data */
+static const char *train_tiny(bool const_ot) { return train_tiny_every(const_ot, 3600); }
 
 static char out_text[1 << 16], err_text[1 << 16];
 
@@ -253,6 +262,27 @@ static void assert_well_formed_svg(const char *s)
     cr_assert_eq(depth, 0, "unclosed <%s>", depth ? stack[depth - 1] : "");
 }
 
+/* The x tick labels of panel `panel` (0-based), in order; their count. */
+static int xticks(const char *s, int panel, char (*out)[32], int max)
+{
+    const char *p = s;
+    for (int k = 0; k <= panel; k++) {
+        p = strstr(p, "<g class=\"panel\">");
+        cr_assert_not_null(p, "panel %d", panel);
+        p++;
+    }
+    const char *end = strstr(p, "</g>");
+    int n = 0;
+    while ((p = strstr(p, "class=\"xtick\"")) && p < end) {
+        p = strchr(p, '>') + 1;
+        size_t len = strcspn(p, "<");
+        cr_assert(n < max && len < 32);
+        memcpy(out[n], p, len);
+        out[n++][len] = '\0';
+    }
+    return n;
+}
+
 /* The point counts of every polyline of series `name`, in order. */
 static int series_points(const char *s, const char *name, int *pts, int max)
 {
@@ -271,7 +301,7 @@ static int series_points(const char *s, const char *name, int *pts, int max)
 
 Test(eval, forecast_plot_has_history_truth_and_forecast)
 {
-    const char *ck = train_tiny(false);
+    const char *ck = train_tiny_every(false, 0);   /* no dates: x is the row of the data */
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"))), 0, "%s",
                  err_text);
     cr_assert(strstr(out_text, "plot of 4 windows, channel 2 'OT' -> "), "%s", out_text);
@@ -291,6 +321,14 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
     /* default windows: spread evenly over the 21, first and last included */
     cr_assert(strstr(s, "test window 0, channel 2 'OT': rows 88-95 in, 96-99 forecast"), "%s", s);
     cr_assert(strstr(s, "test window 20, channel 2 'OT'"));
+    char ticks[16][32];
+    cr_assert_eq(xticks(s, 0, ticks, 16), 12, "rows 88-99");
+    for (int k = 0; k < 12; k++) {
+        char row[8];
+        snprintf(row, sizeof row, "%d", 88 + k);
+        cr_assert_str_eq(ticks[k], row);
+    }
+    cr_assert(strstr(s, ">time step (row of the data)</text>"));
     free(s);
     /* chosen windows and channel, by name and by index */
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("g.svg"),
@@ -305,6 +343,59 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
                               "--plot-windows", "5", "--plot-channel", "0")), 0, "%s", err_text);
     s = slurp(tt_path("g.svg"));
     cr_assert(strstr(s, "test window 5, channel 0 'a'"), "%s", s);
+    free(s);
+}
+
+static void assert_ticks(const char *s, int panel, const char *const *want, int n)
+{
+    char got[16][32];
+    cr_assert_eq(xticks(s, panel, got, 16), n, "panel %d: %d ticks", panel, n);
+    for (int k = 0; k < n; k++)
+        cr_assert_str_eq(got[k], want[k], "panel %d tick %d", panel, k);
+}
+
+Test(eval, forecast_plot_has_dates_on_dated_data)
+{
+    const char *ck = train_tiny(false);   /* hourly from 2020-01-01 00:00 */
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"),
+                              "--plot-windows", "0,13", "--horizon-plot", tt_path("h.svg"))),
+                 0, "%s", err_text);
+    char *s = slurp(tt_path("f.svg"));
+    assert_well_formed_svg(s);
+    /* window 0: input rows 88-95 (2020-01-04 16:00 to 23:00), forecast 96-99
+     * (2020-01-05 00:00 to 03:00); 11 hours: a tick every 3 hours */
+    cr_assert(strstr(s, ">test window 0, 'OT': forecast from 2020-01-05 00:00 (rows 96-99)<"),
+              "%s", s);
+    assert_ticks(s, 0, (const char *const[]){"01-04 18h", "01-04 21h", "01-05 00h", "01-05 03h"},
+                 4);
+    /* window 13: rows 101-112, 2020-01-05 05:00 to 16:00 */
+    cr_assert(strstr(s, ">test window 13, 'OT': forecast from 2020-01-05 13:00 (rows 109-112)<"));
+    assert_ticks(s, 1, (const char *const[]){"01-05 06h", "01-05 09h", "01-05 12h", "01-05 15h"},
+                 4);
+    cr_assert_eq(count(s, ">date (every 1h)</text>"), 2);
+    cr_assert_null(strstr(s, "rows 88-95 in"), "no row-number title");
+    free(s);
+    s = slurp(tt_path("h.svg"));
+    assert_well_formed_svg(s);
+    cr_assert(strstr(s, ">hours ahead</text>"), "%s", s);
+    free(s);
+}
+
+Test(eval, plots_of_15_minute_data)
+{
+    const char *ck = train_tiny_every(false, 900);   /* 2020-01-01 00:00, 00:15, ... */
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"),
+                              "--plot-windows", "20", "--horizon-plot", tt_path("h.svg"))),
+                 0, "%s", err_text);
+    char *s = slurp(tt_path("f.svg"));
+    /* window 20: rows 108-119, 2020-01-02 03:00 to 05:45; 165 min: hourly ticks */
+    cr_assert(strstr(s, ">test window 20, 'OT': forecast from 2020-01-02 05:00 (rows 116-119)<"),
+              "%s", s);
+    assert_ticks(s, 0, (const char *const[]){"01-02 03h", "01-02 04h", "01-02 05h"}, 3);
+    cr_assert(strstr(s, ">date (every 15min)</text>"));
+    free(s);
+    s = slurp(tt_path("h.svg"));
+    cr_assert(strstr(s, ">steps ahead (15min)</text>"), "%s", s);
     free(s);
 }
 

@@ -340,31 +340,132 @@ static bool write_metrics(eval_run *E)
     return !st;
 }
 
-/* One panel of --plot: window i's history, truth and forecast of the channel. */
-static void plot_panel(const eval_run *E, int64_t i, double *xy, tg_series *s, char *title,
-                       size_t len, tg_plot_panel *p)
+/* ---- dates on the x axis of --plot ---- */
+
+/* At most this many x ticks on one panel. */
+#define MAX_TICKS 16
+
+/* One panel's texts: its title and its x tick positions and labels. */
+typedef struct {
+    char        title[256];
+    double      x[MAX_TICKS];
+    char        text[MAX_TICKS][24];
+    const char *label[MAX_TICKS];
+} panel_text;
+
+/* Tick steps in seconds: a date axis takes the smallest that is a multiple
+ * of the data's step and gives at most about 6 ticks. */
+static const int64_t date_steps[] = {
+    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
+    86400, 2 * 86400, 3 * 86400, 7 * 86400, 14 * 86400, 28 * 86400, 91 * 86400, 182 * 86400,
+    364 * 86400};
+
+static int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
+
+static int64_t date_step(int64_t span, int64_t freq)
+{
+    for (size_t i = 0; i < sizeof date_steps / sizeof *date_steps; i++)
+        if (date_steps[i] % freq == 0 && date_steps[i] * 5 >= span) return date_steps[i];
+    return (span / freq / 5 + 1) * freq;
+}
+
+/* t as a tick label, compact: "2018-02-20" for steps of whole days, else
+ * "02-20 04h" on whole hours, "02-20 04:30" off them, "02-20 04:30:15" for
+ * steps under a minute (the year is in the panel's title). */
+static void tick_label(int64_t t, int64_t step, char *buf, size_t len)
+{
+    char s[32];   /* YYYY-MM-DD HH:MM:SS */
+    tg_date_format(t, TG_DATE_YMD_HMS, s, sizeof s);
+    if (step % 86400 == 0)
+        snprintf(buf, len, "%.10s", s);
+    else if (step % 3600 == 0 && t % 3600 == 0)
+        snprintf(buf, len, "%.5s %.2sh", s + 5, s + 11);
+    else
+        snprintf(buf, len, "%.5s %.*s", s + 5, step % 60 ? 8 : 5, s + 11);
+}
+
+/* The x ticks of the rows r0..r1 of dated data: the rows whose date is a
+ * whole number of tick steps from the window's phase (regular data), else
+ * (dates out of order or irregular) about 5 rows spread over the window. */
+static int date_ticks(const tg_dataset *d, int64_t r0, int64_t r1, panel_text *pt)
+{
+    const int64_t *t = d->time, freq = d->freq > 0 ? d->freq : 1, span = t[r1] - t[r0];
+    int64_t step = date_step(span > 0 ? span : freq, freq), phase = floor_mod(t[r0], freq);
+    int n = 0;
+    for (int64_t r = r0; r <= r1 && n < MAX_TICKS; r++)
+        if (floor_mod(t[r] - phase, step) == 0) pt->x[n++] = (double)r;
+    if (n < 2 || span <= 0) {
+        n = 0, step = freq;
+        for (int64_t r = r0; r <= r1 && n < MAX_TICKS; r += (r1 - r0) / 5 + 1)
+            pt->x[n++] = (double)r;
+    }
+    for (int k = 0; k < n; k++) {
+        tick_label(t[(int64_t)pt->x[k]], step, pt->text[k], sizeof pt->text[k]);
+        pt->label[k] = pt->text[k];
+    }
+    return n;
+}
+
+/* t for a title: "2018-02-20 04:00" (date-only data at midnight: the day;
+ * seconds when there are some). */
+static const char *title_date(const tg_dataset *d, int64_t t, char *buf, size_t len)
+{
+    tg_date_style st = d->date_style == TG_DATE_YMD ? TG_DATE_YMD
+                       : t % 60                     ? TG_DATE_YMD_HMS
+                                                    : TG_DATE_YMD_HM;
+    return tg_date_format(t, st, buf, len);
+}
+
+/* One panel of --plot: window i's history, truth and forecast of the
+ * channel; x is the row of the data, labelled with its dates when it has them. */
+static void plot_panel(const eval_run *E, int64_t i, double *xy, tg_series *s, panel_text *pt,
+                       tg_plot_panel *p)
 {
     const tg_windows *w = &E->td.test;
+    const tg_dataset *d = E->td.d;
     const int64_t L = w->seq_len, P = w->pred_len, c = E->channel, C = w->cols;
-    const int64_t row0 = w->begin + i;   /* the first input row of the data */
+    const int64_t row0 = w->begin + i, f0 = row0 + L;   /* first input and forecast rows */
     double *hx = xy, *hy = hx + L, *fx = hy + L, *ty = fx + P, *fy = ty + P;
     for (int64_t k = 0; k < L; k++) hx[k] = (double)(row0 + k), hy[k] = unit(E, w->z[(row0 + k) * C + c], c);
     for (int64_t k = 0; k < P; k++) {
-        fx[k] = (double)(row0 + L + k);
+        fx[k] = (double)(f0 + k);
         ty[k] = E->true_[(i * P + k) * C + c];
         fy[k] = E->pred[(i * P + k) * C + c];
     }
     s[0] = (tg_series){"history", hx, hy, (int)L};
     s[1] = (tg_series){"truth", fx, ty, (int)P};
     s[2] = (tg_series){"forecast", fx, fy, (int)P};
-    const char *name = E->td.d->names ? E->td.d->names[c] : "";
-    snprintf(title, len, "test window %lld, channel %lld '%.64s': rows %lld-%lld in, %lld-%lld "
-             "forecast", (long long)i, (long long)c, name, (long long)row0,
-             (long long)(row0 + L - 1), (long long)(row0 + L), (long long)(row0 + L + P - 1));
+    const char *name = d->names ? d->names[c] : "";
+    char date[40];
+    if (d->time)
+        snprintf(pt->title, sizeof pt->title, "test window %lld, '%.48s': forecast from %s "
+                 "(rows %lld-%lld)", (long long)i, name, title_date(d, d->time[f0], date,
+                 sizeof date), (long long)f0, (long long)(f0 + P - 1));
+    else
+        snprintf(pt->title, sizeof pt->title, "test window %lld, channel %lld '%.64s': rows "
+                 "%lld-%lld in, %lld-%lld forecast", (long long)i, (long long)c, name,
+                 (long long)row0, (long long)(f0 - 1), (long long)f0, (long long)(f0 + P - 1));
     static const char *const colours[3] = {"#1f77b4", "#2ca02c", "#d62728"};
-    *p = (tg_plot_panel){title, "time step (row of the data)",
+    *p = (tg_plot_panel){pt->title, NULL /* write_plot sets it */,
                          E->inverse ? "value (data units)" : "value (scaled)", s, 3,
-                         colours, true, (double)(row0 + L) - 0.5};
+                         colours, true, (double)f0 - 0.5, NULL, NULL, 0};
+    if (d->time) {
+        p->n_xticks = date_ticks(d, row0, f0 + P - 1, pt);
+        p->xticks = pt->x, p->xtick_labels = pt->label;
+    }
+}
+
+/* The x axis label of --plot: "date (every 1h)" on dated data. */
+static const char *plot_xlabel(const tg_dataset *d, char *buf, size_t len)
+{
+    char f[32];
+    if (!d->time) return "time step (row of the data)";
+    if (d->freq > 0)
+        snprintf(buf, len, "%.64s (every %s)", d->date_name ? d->date_name : "date",
+                 tg_date_freq_name(d->freq, f, sizeof f));
+    else
+        snprintf(buf, len, "%.64s", d->date_name ? d->date_name : "date");
+    return buf;
 }
 
 /* --plot: one panel per chosen window, stacked. */
@@ -374,19 +475,41 @@ static bool write_plot(const eval_run *E)
     double *xy = malloc(sizeof *xy * (size_t)(n * per));
     tg_series *s = malloc(sizeof *s * (size_t)(3 * n));
     tg_plot_panel *p = malloc(sizeof *p * (size_t)n);
-    char *titles = malloc((size_t)n * 256), top[256];
-    bool ok = xy && s && p && titles;
+    panel_text *pt = malloc(sizeof *pt * (size_t)n);
+    char top[256], xlabel[128];
+    bool ok = xy && s && p && pt;
     if (!ok) tg_cli_fail(CMD, "out of memory");
-    for (int64_t k = 0; ok && k < n; k++)
-        plot_panel(E, E->win[k], xy + k * per, s + 3 * k, titles + 256 * k, 256, p + k);
+    const char *xl = plot_xlabel(E->td.d, xlabel, sizeof xlabel);
+    for (int64_t k = 0; ok && k < n; k++) {
+        plot_panel(E, E->win[k], xy + k * per, s + 3 * k, pt + k, p + k);
+        p[k].xlabel = xl;
+    }
     const char *src = strrchr(E->td.d->source, '/') ? strrchr(E->td.d->source, '/') + 1
                                                       : E->td.d->source;
     snprintf(top, sizeof top, "%s on %.60s, test split (%s units)", E->model, src,
              E->inverse ? "data" : "scaled");
     if (ok && tg_svg_panels(E->plot, top, p, (int)n))
         ok = false, tg_cli_fail(CMD, "--plot %s", tg_last_error());
-    free(xy), free(s), free(p), free(titles);
+    free(xy), free(s), free(p), free(pt);
     return ok;
+}
+
+/* The x axis label of --horizon-plot: "hours ahead" for hourly data, "steps
+ * ahead (15min)" for another known step, else "horizon step". */
+static const char *horizon_xlabel(const tg_dataset *d, char *buf, size_t len)
+{
+    static const char *const unit_names[][2] = {
+        {"1s", "seconds"}, {"1min", "minutes"}, {"1h", "hours"}, {"1d", "days"}};
+    char f[32];
+    if (!d->time || d->freq <= 0) return "horizon step";
+    tg_date_freq_name(d->freq, f, sizeof f);
+    for (size_t k = 0; k < sizeof unit_names / sizeof *unit_names; k++)
+        if (!strcmp(f, unit_names[k][0])) {
+            snprintf(buf, len, "%s ahead", unit_names[k][1]);
+            return buf;
+        }
+    snprintf(buf, len, "steps ahead (%s)", f);
+    return buf;
 }
 
 /* --horizon-plot: the test MSE and MAE at each of the pred_len steps. */
@@ -398,10 +521,10 @@ static bool write_horizon_plot(const eval_run *E)
     for (int64_t h = 0; h < P; h++)
         v[h] = (double)(h + 1), v[P + h] = E->by_step[h].mse, v[2 * P + h] = E->by_step[h].mae;
     tg_series s[2] = {{"MSE", v, v + P, (int)P}, {"MAE", v, v + 2 * P, (int)P}};
-    char title[256];
+    char title[256], xlabel[64];
     snprintf(title, sizeof title, "%s: test error by horizon step (%lld windows)", E->model,
              (long long)E->td.test.count);
-    bool ok = !tg_svg_lines(E->hplot, title, "horizon step",
+    bool ok = !tg_svg_lines(E->hplot, title, horizon_xlabel(E->td.d, xlabel, sizeof xlabel),
                             E->inverse ? "error (data units)" : "error (scaled units)", s, 2);
     if (!ok) tg_cli_fail(CMD, "--horizon-plot %s", tg_last_error());
     free(v);
@@ -527,13 +650,18 @@ const tg_cli_cmd tg_cmd_eval = {
         "                    horizon,mae,mse,rmse,mape,mspe, a row 'all' over every\n"
         "                    forecast value, then one row per horizon step 1..pred_len\n"
         "  --plot F.svg      one panel per window: the channel's input history\n"
-        "                    (seq_len steps), truth and forecast (pred_len steps),\n"
-        "                    x = the row of the data\n"
+        "                    (seq_len steps), truth and forecast (pred_len steps).\n"
+        "                    Data with dates: x ticks are dates (2018-02-20 for\n"
+        "                    ticks a whole number of days apart, else 02-20 04h or\n"
+        "                    02-20 04:30) and the title names the forecast's first\n"
+        "                    date (2018-02-20 04:00); else x = the row of the data\n"
         "  --plot-windows L  test window indexes (0-based, as in the arrays; at most\n"
         "                    64); default: 4 spread evenly over the test split\n"
         "  --plot-channel C  a column name or index (0-based); default: the last\n"
         "                    column (TSL's target, OT)\n"
         "  --horizon-plot F  the test MSE and MAE at each of the pred_len steps\n"
+        "                    (x: 'hours ahead' on hourly data, 'steps ahead (15min)'\n"
+        "                    on 15-minute data, 'horizon step' without dates)\n"
         "  Any one output may be - (stdout); the report then goes to stderr.\n\n"
         "examples:\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n"

@@ -206,6 +206,22 @@ static double py(const frame *r, double y)
     return r->top + PLOT_T + r->ph - (y - r->y0) / (r->y1 - r->y0) * r->ph;
 }
 
+/* The panel's own x ticks (p->xticks, p->xtick_labels) inside the x range. */
+static void draw_xticks(FILE *f, const tg_plot_panel *p, const frame *r)
+{
+    const double T = r->top + PLOT_T, eps = (r->x1 - r->x0) * 1e-9;
+    for (int i = 0; i < p->n_xticks; i++) {
+        double x = p->xticks[i];
+        if (!isfinite(x) || x < r->x0 - eps || x > r->x1 + eps) continue;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#444\"/>"
+                   "<text class=\"xtick\" x=\"%.1f\" y=\"%g\" font-size=\"10\" "
+                   "text-anchor=\"middle\">", px(r, x), px(r, x), T + r->ph, T + r->ph + 4,
+                px(r, x), T + r->ph + 16);
+        xml_text(f, p->xtick_labels[i]);
+        fprintf(f, "</text>\n");
+    }
+}
+
 /* The frame, grid, ticks and axis labels of one panel. */
 static void draw_axes(FILE *f, const tg_plot_panel *p, const frame *r, int height)
 {
@@ -219,10 +235,14 @@ static void draw_axes(FILE *f, const tg_plot_panel *p, const frame *r, int heigh
                    "<text x=\"%d\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%g</text>\n",
                 PLOT_L, PLOT_L + r->pw, py(r, y), py(r, y), PLOT_L - 4, py(r, y) + 3,
                 fabs(y) < r->ys / 1e6 ? 0 : y);
-    for (double x = ceil(r->x0 / r->xs) * r->xs; x <= r->x1 + r->xs / 1e6; x += r->xs)
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#444\"/>"
-                   "<text x=\"%.1f\" y=\"%g\" font-size=\"10\" text-anchor=\"middle\">%g</text>\n",
-                px(r, x), px(r, x), T + r->ph, T + r->ph + 4, px(r, x), T + r->ph + 16, x);
+    if (p->n_xticks)
+        draw_xticks(f, p, r);
+    else
+        for (double x = ceil(r->x0 / r->xs) * r->xs; x <= r->x1 + r->xs / 1e6; x += r->xs)
+            fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" stroke=\"#444\"/>"
+                       "<text class=\"xtick\" x=\"%.1f\" y=\"%g\" font-size=\"10\" "
+                       "text-anchor=\"middle\">%g</text>\n",
+                    px(r, x), px(r, x), T + r->ph, T + r->ph + 4, px(r, x), T + r->ph + 16, x);
     fprintf(f, "<text x=\"%g\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">",
             PLOT_L + r->pw / 2, r->top + height - 12);
     xml_text(f, p->xlabel ? p->xlabel : "");
@@ -303,7 +323,7 @@ tg_status tg_svg_lines(const char *path, const char *title, const char *xlabel,
 {
     tg_status st = check_series(series, n_series);
     if (st) return st;
-    tg_plot_panel one = {title, xlabel, ylabel, series, n_series, NULL, false, 0};
+    tg_plot_panel one = {title, xlabel, ylabel, series, n_series, NULL, false, 0, NULL, NULL, 0};
     plot p = {NULL, &one, 1, 400};
     return tg_write_atomic(path, write_lines, &p);
 }
@@ -318,6 +338,12 @@ tg_status tg_svg_panels(const char *path, const char *title, const tg_plot_panel
     for (int i = 0; i < n_panels; i++) {
         tg_status st = check_series(panels[i].series, panels[i].n_series);
         if (st) return st;
+        const tg_plot_panel *q = &panels[i];
+        bool bad = q->n_xticks < 0 || (q->n_xticks && (!q->xticks || !q->xtick_labels));
+        for (int k = 0; !bad && k < q->n_xticks; k++) bad = !q->xtick_labels[k];
+        if (bad)
+            return tg_set_error(TG_ERR_INVALID, "plot: panel %d has %d x ticks and no positions "
+                                "or labels for them", i, q->n_xticks);
     }
     plot p = {title, panels, n_panels, 300};
     return tg_write_atomic(path, write_lines, &p);

@@ -45,11 +45,18 @@ typedef struct tg_plot_panel {
                                    * palette's */
     bool             mark;     /* draw a dashed vertical line at x = mark_x */
     double           mark_x;
+    /* Optional x ticks in place of the numeric ones (dates, names): n_xticks
+     * positions in x units and their labels; ticks outside the x range are
+     * not drawn. 0: numeric ticks. */
+    const double      *xticks;
+    const char *const *xtick_labels;
+    int                n_xticks;
 } tg_plot_panel;
 
 /* Several line plots stacked top to bottom in one SVG under `title` ("" for
- * none), each in a <g class="panel">. Errors: no panels or more than 256, a
- * panel whose series list is missing, I/O. */
+ * none), each in a <g class="panel">; tick labels are <text class="xtick">.
+ * Errors: no panels or more than 256, a panel whose series list or tick
+ * labels are missing, I/O. */
 tg_status tg_svg_panels(const char *path, const char *title, const tg_plot_panel *panels,
                         int n_panels);
 
