@@ -84,9 +84,19 @@ $(LIB_SO): $(LIB_OBJ) engine/exports.map
 $(TOOL): $(TOOL_OBJ) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(LDLIBS)
 
-# ---- the man page: tools/tgraph.1 with the registry's op list (tgraph op --man) at @OPS@ ----
+# ---- the man page: tools/tgraph.1 with the registry's op list (tgraph op --man) at @OPS@
+# and each command's options (tgraph help --man CMD, from the table --help prints) at its
+# `.\" @OPTS CMD@` line ----
 $(MAN): tools/tgraph.1 $(TOOL)
-	$(TOOL) op --man | sed -e '/^\.\\" @OPS@/r /dev/stdin' -e '/^\.\\" @OPS@/d' tools/tgraph.1 > $@.tmp
+	@rm -rf $@.d && mkdir -p $@.d
+	$(TOOL) op --man > $@.d/OPS
+	for c in $$(sed -n 's/^\.\\" @OPTS \([a-z]*\)@.*/\1/p' tools/tgraph.1); do \
+	  $(TOOL) help --man $$c > $@.d/$$c || exit 1; done
+	awk -v d=$@.d '/^\.\\" @OPS@/ { f = d "/OPS" } \
+	  /^\.\\" @OPTS [a-z]+@/ { f = d "/" substr($$3, 1, length($$3) - 1) } \
+	  f { while ((r = (getline l < f)) > 0) print l; if (r < 0) exit 1; close(f); f = ""; next } \
+	  { print }' tools/tgraph.1 > $@.tmp
+	rm -rf $@.d
 	mv $@.tmp $@
 
 # ---- public headers, staged as they are installed: include/tgraph/*.h ----

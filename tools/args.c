@@ -20,12 +20,16 @@ void tg_args_init(tg_args *a, const char *cmd, int argc, char **argv)
     a->argv = argv;
     a->i = 1;
     a->flag = "";
+    a->opts = NULL;
+    a->n_opts = 0;
+    a->opt = -1;
     pending = NULL;
 }
 
 const char *tg_args_next(tg_args *a)
 {
     pending = NULL;
+    a->opt = -1;
     if (a->i >= a->argc) return NULL;
     const char *arg = a->argv[a->i++];
     const char *eq = strchr(arg, '=');
@@ -34,9 +38,11 @@ const char *tg_args_next(tg_args *a)
         flagbuf[eq - arg] = '\0';
         pending = eq + 1;
         a->flag = flagbuf;
+        a->opt = a->opts ? tg_opt_find(a->opts, a->n_opts, flagbuf) : -1;
         return flagbuf;
     }
     a->flag = arg;
+    a->opt = a->opts && arg[0] == '-' ? tg_opt_find(a->opts, a->n_opts, arg) : -1;
     return arg;
 }
 
@@ -104,4 +110,123 @@ int tg_cli_unknown(const tg_args *a, const char *arg)
     if (arg[0] == '-')
         return tg_cli_fail(a->cmd, "unknown option '%s' (see tgraph %s --help)", arg, a->cmd);
     return tg_cli_fail(a->cmd, "unexpected argument '%s' (see tgraph %s --help)", arg, a->cmd);
+}
+
+/* ---- option tables ---- */
+
+/* Whether word (length n) is one of the space-separated names in list. */
+static bool in_list(const char *list, const char *word, size_t n)
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ') p++;
+        size_t k = strcspn(p, " ");
+        if (k && k == n && !memcmp(p, word, n)) return true;
+        p += k;
+    }
+    return false;
+}
+
+int tg_opt_find(const tg_opt *opts, int n, const char *arg)
+{
+    size_t len = strlen(arg);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(opts[i].name, arg) || in_list(opts[i].alias, arg, len)) return i;
+    return -1;
+}
+
+void tg_args_table(tg_args *a, const tg_opt *opts, int n)
+{
+    a->opts = opts;
+    a->n_opts = n;
+    a->opt = -1;
+}
+
+#define HELP_COL 19
+#define HELP_WIDTH 80
+
+/* The option's head: "--name ARG, --alias, -a"; its length. */
+static int print_head(FILE *f, const tg_opt *o)
+{
+    int w = fprintf(f, "  %s", o->name);
+    for (const char *p = o->alias; p && *p;) {
+        while (*p == ' ') p++;
+        int k = (int)strcspn(p, " ");
+        if (k) w += fprintf(f, ", %.*s", k, p);
+        p += k;
+    }
+    return w + (o->arg ? fprintf(f, " %s", o->arg) : 0);
+}
+
+void tg_opts_print_help(FILE *f, const tg_opt *opts, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int col = print_head(f, &opts[i]);
+        int pad = col + 2 <= HELP_COL ? HELP_COL - col : 2;
+        fprintf(f, "%*s", pad, "");
+        col += pad;
+        bool first = true;   /* the first word of a line */
+        for (const char *p = opts[i].doc; *p;) {
+            if (*p == '\n' || *p == ' ') {
+                if (*p++ == '\n') {
+                    fprintf(f, "\n%*s", HELP_COL, "");
+                    col = HELP_COL, first = true;
+                }
+                continue;
+            }
+            int k = (int)strcspn(p, " \n");
+            if (!first && col + 1 + k > HELP_WIDTH) {
+                fprintf(f, "\n%*s", HELP_COL, "");
+                col = HELP_COL, first = true;
+            }
+            col += fprintf(f, "%s%.*s", first ? "" : " ", k, p);
+            first = false;
+            p += k;
+        }
+        fputc('\n', f);
+    }
+}
+
+/* Text for roff: '-' and '\' escaped, a line never starting with '.' or '\''. */
+static void roff_text(FILE *f, const char *s, size_t n)
+{
+    bool bol = true;
+    for (size_t i = 0; i < n && s[i]; i++) {
+        char c = s[i];
+        if (bol && (c == '.' || c == '\'')) fputs("\\&", f);
+        bol = false;
+        if (c == '-') fputs("\\-", f);
+        else if (c == '\\') fputs("\\e", f);
+        else if (c == '\n') fputs("\n.br\n", f), bol = true;
+        else fputc(c, f);
+    }
+}
+
+void tg_opts_print_man(FILE *f, const tg_opt *opts, int n)
+{
+    fputs(".RS\n", f);
+    for (int i = 0; i < n; i++) {
+        const tg_opt *o = &opts[i];
+        fputs(".TP\n\\fB", f);
+        roff_text(f, o->name, strlen(o->name));
+        fputs("\\fR", f);
+        for (const char *p = o->alias; p && *p;) {
+            while (*p == ' ') p++;
+            size_t k = strcspn(p, " ");
+            if (k) {
+                fputs(", \\fB", f);
+                roff_text(f, p, k);
+                fputs("\\fR", f);
+            }
+            p += k;
+        }
+        if (o->arg) {
+            fputs(" \\fI", f);
+            roff_text(f, o->arg, strlen(o->arg));
+            fputs("\\fR", f);
+        }
+        fputc('\n', f);
+        roff_text(f, o->doc, strlen(o->doc));
+        fputc('\n', f);
+    }
+    fputs(".RE\n", f);
 }

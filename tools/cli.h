@@ -8,14 +8,19 @@
 
 #include <stdio.h>
 
+#include "args.h"
+
 #define TG_VERSION_STRING "0.1.0"
 
 typedef struct tg_cli_cmd {
     const char *name;
     const char *summary;                   /* one line for `tgraph --help` */
-    const char *help;                      /* full text, with examples */
-    const char *help_more;                 /* its continuation, or NULL (ISO C
-                                            * caps a string literal at 4095) */
+    const char *help;                      /* usage line(s) and prose */
+    const tg_opt *opts;                    /* the options (args.h), printed after
+                                            * help under "options:", or NULL */
+    int n_opts;
+    const char *help_more;                 /* after the options: more prose and the
+                                            * examples, or NULL */
     int (*run)(int argc, char **argv);     /* argv[0] is the command name */
     /* Prints the help instead of help/help_more when set, given the command's
      * arguments (argv[0] is the command name; `tgraph op NAME --help`). */

@@ -320,37 +320,66 @@ static int bench_gemm(int64_t m, int64_t n, int64_t k, const bench_opts *bo)
     return 0;
 }
 
+enum { O_SET, O_THREADS, O_MIN_TIME, O_WARMUP, O_RECOMPUTE, O_PROFILE, O_PROGRESS_EVERY, O_QUIET,
+       O_M, O_N, O_K };
+static const tg_opt opts[] = {
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_THREADS] = {"--threads", "-t", "N", "threads of the pool (1 .. 64; default: the online "
+                   "cores)"},
+    [O_MIN_TIME] = {"--min-time", NULL, "SECONDS", "time each part at least this long "
+                    "(default 1)"},
+    [O_WARMUP] = {"--warmup", NULL, "N", "untimed calls first (default 3)"},
+    [O_RECOMPUTE] = {"--recompute", NULL, NULL,
+                     "as tgraph train --recompute: linear layers' outputs recomputed in the "
+                     "backward"},
+    [O_PROFILE] = {"--profile", NULL, NULL,
+                   "also print, on stderr, the time per op name: ms per training step in "
+                   "forward and backward, and per inference forward"},
+    [O_PROGRESS_EVERY] = {"--progress-every", NULL, "SECONDS",
+                          "a layer's bench running longer writes a line on stderr every "
+                          "SECONDS (default 5; 0: every call): the phase (training step, "
+                          "inference) and the call"},
+    [O_QUIET] = {"--quiet", "-q", NULL, "no progress lines"},
+    [O_M] = {"--m", NULL, "M", "gemm: the rows of A and C"},
+    [O_N] = {"--n", NULL, "N", "gemm: the columns of B and C"},
+    [O_K] = {"--k", NULL, "K", "gemm: the columns of A, rows of B"},
+};
+
 static int run(int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "bench", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *layer = NULL, *arg, *v;
     bench_opts bo = {.threads = 0, .min_time = 1.0, .warmup = 3, .pr = TG_CLI_PROGRESS_DEFAULT};
     int64_t dims[3] = {0, 0, 0}, iv;
     tg_config *cfg = tg_config_new();
-    int rc = 2, n_sets = 0, prc;
+    int rc = 2, n_sets = 0;
     if (!cfg) return tg_cli_fail("bench", "out of memory");
     while ((arg = tg_args_next(&a))) {
-        if ((prc = tg_cli_progress_option(&bo.pr, &a, arg))) {
-            if (prc < 0) goto done;
-        } else if (!strcmp(arg, "--set")) {
+        if (a.opt == O_PROGRESS_EVERY) {
+            if (!tg_args_double(&a, 0, 1e9, &bo.pr.every)) goto done;
+        } else if (a.opt == O_QUIET) {
+            bo.pr.quiet = true;
+        } else if (a.opt == O_SET) {
             if (!tg_args_value(&a, &v) || tg_cli_set("bench", cfg, v)) goto done;
             n_sets++;
-        } else if (!strcmp(arg, "--threads") || !strcmp(arg, "-t")) {
+        } else if (a.opt == O_THREADS) {
             if (!tg_args_int(&a, 1, TG_MAX_THREADS, &iv)) goto done;
             bo.threads = (int)iv;
-        } else if (!strcmp(arg, "--min-time")) {
+        } else if (a.opt == O_MIN_TIME) {
             if (!tg_args_double(&a, 0, 3600, &bo.min_time)) goto done;
-        } else if (!strcmp(arg, "--recompute")) {
+        } else if (a.opt == O_RECOMPUTE) {
             bo.recompute = true;
-        } else if (!strcmp(arg, "--profile")) {
+        } else if (a.opt == O_PROFILE) {
             bo.profile = true;
-        } else if (!strcmp(arg, "--warmup")) {
+        } else if (a.opt == O_WARMUP) {
             if (!tg_args_int(&a, 0, 1000000, &iv)) goto done;
             bo.warmup = (int)iv;
-        } else if (!strcmp(arg, "--m") || !strcmp(arg, "--n") || !strcmp(arg, "--k")) {
+        } else if (a.opt == O_M || a.opt == O_N || a.opt == O_K) {
+            int d = a.opt - O_M;
             if (!tg_args_int(&a, 1, MAX_GEMM_DIM, &iv)) goto done;
-            dims[arg[2] == 'm' ? 0 : arg[2] == 'n' ? 1 : 2] = iv;
+            dims[d] = iv;
         } else if (arg[0] != '-' && !layer) {
             layer = arg;
         } else {
@@ -417,12 +446,11 @@ const tg_cli_cmd tg_cmd_bench = {
         "--profile also prints, on stderr, the time per op name: ms per training step in\n"
         "forward and backward, and per inference forward (averaged over every call).\n\n"
         "The gemm form times C = A B in F32 (row-major, A M x K, B K x N) and prints\n"
-        "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n\n"
-        "  --threads N   threads of the pool (1 .. 64; default: the online cores)\n"
-        "  --progress-every SECONDS  a layer's bench running longer writes a line on\n"
-        "                stderr every SECONDS (default 5; 0: every call): the phase\n"
-        "                (training step, inference) and the call; --quiet, -q: none\n\n"
-        "tests/bench/torch_bench.py measures the same in PyTorch; make bench prints both.\n\n"
+        "  {\"gemm\":[M,N,K],\"gflops\":...,\"threads\":N}\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\ntests/bench/torch_bench.py measures the same in PyTorch; make bench prints both.\n\n"
         "examples:\n"
         "  tgraph bench tsa\n"
         "  tgraph bench tsa --set b=32 --set ts_d=7 --set seg_num=12 --set d_model=64 \\\n"

@@ -46,17 +46,24 @@ static bool compare_one(const char *name, const tg_tensor *a, const tg_tensor *b
     return ok;
 }
 
+enum { O_ATOL, O_RTOL };
+static const tg_opt opts[] = {
+    [O_ATOL] = {"--atol", NULL, "F", "absolute tolerance, default 1e-5"},
+    [O_RTOL] = {"--rtol", NULL, "F", "relative tolerance, default 1e-4"},
+};
+
 static int run(int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "compare", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *files[2] = {NULL, NULL}, *arg;
     double atol = 1e-5, rtol = 1e-4;
     int nf = 0;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--atol")) {
+        if (a.opt == O_ATOL) {
             if (!tg_args_double(&a, 0, 1e300, &atol)) return 2;
-        } else if (!strcmp(arg, "--rtol")) {
+        } else if (a.opt == O_RTOL) {
             if (!tg_args_double(&a, 0, 1e300, &rtol)) return 2;
         } else if (arg[0] != '-' && nf < 2) {
             files[nf++] = arg;
@@ -112,8 +119,10 @@ const tg_cli_cmd tg_cmd_compare = {
             "A and B are both .npy or both .safetensors; safetensors files are matched by\n"
             "tensor name (a name in only one file is a mismatch). Every element must satisfy\n"
             "|a - b| <= atol + rtol * |b| (NaN equals NaN). Prints one line per tensor with\n"
-            "the largest difference; exits 1 on any mismatch.\n\n"
-            "examples:\n  tgraph compare y.npy /tmp/tsa/y.npy\n"
+            "the largest difference; exits 1 on any mismatch.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more = "\nexamples:\n  tgraph compare y.npy /tmp/tsa/y.npy\n"
             "  tgraph compare grads.safetensors /tmp/tsa/grads.safetensors\n",
     .run = run,
 };

@@ -85,31 +85,47 @@ typedef struct {
     tg_config  *cfg;   /* the --set values */
 } dot_req;
 
+enum { O_SET, O_DEPTH, O_BACKWARD, O_RANKDIR, O_OUT, O_SVG, O_PNG };
+static const tg_opt opts[] = {
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_DEPTH] = {"--depth", NULL, "N",
+                 "draw every module N levels below the layer (or model) as one box, counted "
+                 "from the layer's own modules: 1 shows them as boxes (0, the default: "
+                 "everything expanded); a module of constants only is not a box"},
+    [O_BACKWARD] = {"--backward", NULL, NULL, "add the gradient nodes beside the forward ones"},
+    [O_RANKDIR] = {"--rankdir", NULL, "LR|TB", "the direction of the layout (default TB)"},
+    [O_OUT] = {"--out", "-o", "FILE.dot", "the .dot text (- for stdout)"},
+    [O_SVG] = {"--svg", NULL, "FILE.svg",
+               "render with Graphviz's dot (must be installed); no --out needed; - for stdout"},
+    [O_PNG] = {"--png", NULL, "FILE.png", "the same as PNG"},
+};
+
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
 static int parse_args(dot_req *R, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "dot", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg, *v;
     int64_t depth = 0;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
+        if (a.opt == O_SET) {
             if (!tg_args_value(&a, &v) || tg_cli_set("dot", R->cfg, v)) return 2;
-        } else if (!strcmp(arg, "--depth")) {
+        } else if (a.opt == O_DEPTH) {
             if (!tg_args_int(&a, 0, 64, &depth)) return 2;
             R->o.depth = (int)depth;
-        } else if (!strcmp(arg, "--backward")) {
+        } else if (a.opt == O_BACKWARD) {
             R->o.backward = true;
-        } else if (!strcmp(arg, "--rankdir")) {
+        } else if (a.opt == O_RANKDIR) {
             if (!tg_args_value(&a, &v)) return 2;
             if (!strcmp(v, "LR")) R->o.rankdir = TG_RANKDIR_LR;
             else if (!strcmp(v, "TB")) R->o.rankdir = TG_RANKDIR_TB;
             else return tg_cli_fail("dot", "--rankdir wants LR or TB, got '%s'", v);
-        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--out")) {
+        } else if (a.opt == O_OUT) {
             if (!tg_args_value(&a, &R->out)) return 2;
-        } else if (!strcmp(arg, "--svg")) {
+        } else if (a.opt == O_SVG) {
             if (!tg_args_value(&a, &R->svg)) return 2;
-        } else if (!strcmp(arg, "--png")) {
+        } else if (a.opt == O_PNG) {
             if (!tg_args_value(&a, &R->png)) return 2;
         } else if (arg[0] != '-' && !R->layer) {
             R->layer = arg;
@@ -169,15 +185,11 @@ const tg_cli_cmd tg_cmd_dot = {
         "module scope (time_attention, MLP1, norm1, ...), ops labelled with their key\n"
         "attribute, every edge with the full shape of its tensor, parameters by state_dict\n"
         "name. The same graph always gives the same bytes. At least one of -o, --svg,\n"
-        "--png is needed.\n"
-        "  --depth N    draw every module N levels below the layer (or model) as one box,\n"
-        "               counted from the layer's own modules: 1 shows them as boxes\n"
-        "               (0: everything expanded); a module of constants only is not a box\n"
-        "  --backward   add the gradient nodes beside the forward ones\n"
-        "  -o FILE.dot  the .dot text (--out is the same; - for stdout)\n"
-        "  --svg/--png  render with Graphviz's dot (must be installed); no -o needed\n"
-        "  --svg -, --png -  the rendering to stdout\n\n"
-        "examples:\n  tgraph dot tsa --svg tsa.svg\n"
+        "--png is needed.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\nexamples:\n  tgraph dot tsa --svg tsa.svg\n"
         "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n"
         "  tgraph dot tsa -o - | dot -Tsvg > tsa.svg\n",
     .run = run,

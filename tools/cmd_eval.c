@@ -60,41 +60,79 @@ static int truth_beside(eval_run *E)
     return E->truth ? 0 : tg_cli_fail(CMD, "out of memory");
 }
 
+enum { O_CHECKPOINT, O_DATA, O_SPLIT, O_PREDS, O_TRUTH, O_INVERSE, O_METRICS, O_PLOT,
+       O_PLOT_WINDOWS, O_PLOT_CHANNEL, O_HPLOT, O_THREADS };
+static const tg_opt opts[] = {
+    [O_CHECKPOINT] = {"--checkpoint", NULL, "FILE", "a checkpoint of tgraph train (required)"},
+    [O_DATA] = {"--data", NULL, "FILE.csv", "other data (default: the run's); the scaler stays "
+                "the one fitted on the run's training rows"},
+    [O_SPLIT] = {"--split", NULL, "A,B,C", "another split (default: the run's)"},
+    [O_PREDS] = {"--predictions", NULL, "FILE.npy",
+                 "the forecasts [test windows, pred_len, channels], float32"},
+    [O_TRUTH] = {"--truth", NULL, "FILE.npy",
+                 "the truth of the same windows (the pred_len rows after each input), same "
+                 "shape and units; --predictions DIR/pred.npy (TSL's name) without --truth "
+                 "writes it to DIR/true.npy"},
+    [O_INVERSE] = {"--inverse", NULL, NULL, "arrays, metrics and plots in the data's units "
+                   "(default: scaled units, as TSL without --inverse)"},
+    [O_METRICS] = {"--metrics", NULL, "FILE",
+                   "FILE.npy: TSL's metrics.npy, float64 [mae, mse, rmse, mape, mspe]; any "
+                   "other name: CSV with the header horizon,mae,mse,rmse,mape,mspe, a row 'all' "
+                   "over every forecast value, then one row per horizon step 1..pred_len"},
+    [O_PLOT] = {"--plot", NULL, "FILE.svg",
+                "one panel per window: the channel's input history (seq_len steps), truth and "
+                "forecast (pred_len steps). Data with dates: x ticks are dates (2018-02-20 for "
+                "ticks a whole number of days apart, else 02-20 04h or 02-20 04:30) and the "
+                "title names the forecast's first date (2018-02-20 04:00); else x = the row "
+                "of the data"},
+    [O_PLOT_WINDOWS] = {"--plot-windows", NULL, "I,J,...",
+                        "test window indexes (0-based, as in the arrays; at most 64); "
+                        "default: 4 spread evenly over the test split"},
+    [O_PLOT_CHANNEL] = {"--plot-channel", NULL, "C", "a column name or index (0-based); "
+                        "default: the last column (TSL's target, OT)"},
+    [O_HPLOT] = {"--horizon-plot", NULL, "FILE.svg",
+                 "the test MSE and MAE at each of the pred_len steps (x: 'hours ahead' on "
+                 "hourly data, 'steps ahead (15min)' on 15-minute data, 'horizon step' "
+                 "without dates)"},
+    [O_THREADS] = {"--threads", NULL, "N", "default: every core"},
+};
+
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
 static int parse_args(eval_run *E, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, CMD, argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg, *v;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--checkpoint")) {
+        if (a.opt == O_CHECKPOINT) {
             if (!tg_args_value(&a, &E->ckpt)) return 2;
-        } else if (!strcmp(arg, "--data")) {
+        } else if (a.opt == O_DATA) {
             if (!tg_args_value(&a, &E->data)) return 2;
-        } else if (!strcmp(arg, "--split")) {
+        } else if (a.opt == O_SPLIT) {
             if (!tg_args_value(&a, &v)) return 2;
             if (tg_split_parse(v, &E->split)) {
                 tg_cli_fail(CMD, "--split %s", tg_last_error());
                 return 2;
             }
             E->set_split = true;
-        } else if (!strcmp(arg, "--predictions")) {
+        } else if (a.opt == O_PREDS) {
             if (!tg_args_value(&a, &E->preds)) return 2;
-        } else if (!strcmp(arg, "--truth")) {
+        } else if (a.opt == O_TRUTH) {
             if (!tg_args_value(&a, &E->truth)) return 2;
-        } else if (!strcmp(arg, "--metrics")) {
+        } else if (a.opt == O_METRICS) {
             if (!tg_args_value(&a, &E->metrics)) return 2;
-        } else if (!strcmp(arg, "--plot")) {
+        } else if (a.opt == O_PLOT) {
             if (!tg_args_value(&a, &E->plot)) return 2;
-        } else if (!strcmp(arg, "--plot-windows")) {
+        } else if (a.opt == O_PLOT_WINDOWS) {
             if (!tg_args_value(&a, &E->plot_windows)) return 2;
-        } else if (!strcmp(arg, "--plot-channel")) {
+        } else if (a.opt == O_PLOT_CHANNEL) {
             if (!tg_args_value(&a, &E->plot_channel)) return 2;
-        } else if (!strcmp(arg, "--horizon-plot")) {
+        } else if (a.opt == O_HPLOT) {
             if (!tg_args_value(&a, &E->hplot)) return 2;
-        } else if (!strcmp(arg, "--inverse")) {
+        } else if (a.opt == O_INVERSE) {
             E->inverse = true;
-        } else if (!strcmp(arg, "--threads")) {
+        } else if (a.opt == O_THREADS) {
             if (!tg_args_int(&a, 0, TG_MAX_THREADS, &E->threads)) return 2;
         } else {
             return tg_cli_unknown(&a, arg);
@@ -635,34 +673,12 @@ const tg_cli_cmd tg_cmd_eval = {
         "  metrics (scaled units): mae=0.372 mse=0.315 rmse=0.5612 mape=2.31 mspe=310.2\n"
         "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n"
         "A truth of 0 makes mape and mspe inf (nan when its forecast is 0 too), as\n"
-        "numpy does in TSL; the metrics line then says how many truths are 0.\n\n"
-        "  --data, --split   other data or another split (default: the run's); the\n"
-        "                    scaler stays the one fitted on the run's training rows\n"
-        "  --predictions F   the forecasts [test windows, pred_len, channels], float32\n"
-        "  --truth F         the truth of the same windows (the pred_len rows after\n"
-        "                    each input), same shape and units; --predictions\n"
-        "                    DIR/pred.npy (TSL's name) without --truth writes it to\n"
-        "                    DIR/true.npy\n"
-        "  --inverse         arrays, metrics and plots in the data's units (default:\n"
-        "                    scaled units, as TSL without --inverse)\n"
-        "  --metrics F       F.npy: TSL's metrics.npy, float64 [mae, mse, rmse, mape,\n"
-        "                    mspe]; any other name: CSV with the header\n"
-        "                    horizon,mae,mse,rmse,mape,mspe, a row 'all' over every\n"
-        "                    forecast value, then one row per horizon step 1..pred_len\n"
-        "  --plot F.svg      one panel per window: the channel's input history\n"
-        "                    (seq_len steps), truth and forecast (pred_len steps).\n"
-        "                    Data with dates: x ticks are dates (2018-02-20 for\n"
-        "                    ticks a whole number of days apart, else 02-20 04h or\n"
-        "                    02-20 04:30) and the title names the forecast's first\n"
-        "                    date (2018-02-20 04:00); else x = the row of the data\n"
-        "  --plot-windows L  test window indexes (0-based, as in the arrays; at most\n"
-        "                    64); default: 4 spread evenly over the test split\n"
-        "  --plot-channel C  a column name or index (0-based); default: the last\n"
-        "                    column (TSL's target, OT)\n"
-        "  --horizon-plot F  the test MSE and MAE at each of the pred_len steps\n"
-        "                    (x: 'hours ahead' on hourly data, 'steps ahead (15min)'\n"
-        "                    on 15-minute data, 'horizon step' without dates)\n"
-        "  Any one output may be - (stdout); the report then goes to stderr.\n\n"
+        "numpy does in TSL; the metrics line then says how many truths are 0.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\n"
+        "Any one output may be - (stdout); the report then goes to stderr.\n\n"
         "examples:\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n"
         "  tgraph eval --checkpoint runs/etth1/best.safetensors --predictions out/pred.npy \\\n"

@@ -263,27 +263,48 @@ typedef struct {
     tg_cli_progress pr;  /* --progress-every, --quiet */
 } gc_args;
 
+enum { O_SET, O_SEED, O_MAX_PER, O_INPUT, O_SHAPE, O_PROGRESS_EVERY, O_QUIET };
+static const tg_opt opts[] = {
+    [O_SET] = {"--set", NULL, "KEY=VALUE",
+               "a config key of LAYER or an attribute of OP (for an op, a bare ATTR=VALUE is "
+               "the same)"},
+    [O_SEED] = {"--seed", NULL, "N", "the seed of the parameters, inputs and r (default 0)"},
+    [O_MAX_PER] = {"--max-per-tensor", NULL, "N",
+                   "check at most N elements per tensor (spread evenly)"},
+    [O_INPUT] = {"--input", "--in", "FILE.npy",
+                 "an op's next tensor input, from a file ('null' for an omitted optional "
+                 "input)"},
+    [O_SHAPE] = {"--shape", NULL, "2,3", "an op's next tensor input, drawn at random in this "
+                 "shape ('' for 0-d)"},
+    [O_PROGRESS_EVERY] = {"--progress-every", NULL, "SECONDS",
+                          "a check running longer writes a line on stderr every SECONDS "
+                          "(default 5; 0: every element): the tensor and the element it is at"},
+    [O_QUIET] = {"--quiet", "-q", NULL, "no progress lines"},
+};
+
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
 static int parse_args(gc_args *G, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "gradcheck", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg, *v;
     op_sources *src = &G->src;
-    int prc;
     while ((arg = tg_args_next(&a))) {
-        if ((prc = tg_cli_progress_option(&G->pr, &a, arg))) {
-            if (prc < 0) return 2;
-        } else if (!strcmp(arg, "--set")) {
+        if (a.opt == O_PROGRESS_EVERY) {
+            if (!tg_args_double(&a, 0, 1e9, &G->pr.every)) return 2;
+        } else if (a.opt == O_QUIET) {
+            G->pr.quiet = true;
+        } else if (a.opt == O_SET) {
             if (!tg_args_value(&a, &v) || tg_cli_set("gradcheck", G->cfg, v)) return 2;
-        } else if (!strcmp(arg, "--seed")) {
+        } else if (a.opt == O_SEED) {
             if (!tg_args_int(&a, 0, INT64_MAX, &G->seed)) return 2;
-        } else if (!strcmp(arg, "--max-per-tensor")) {
+        } else if (a.opt == O_MAX_PER) {
             if (!tg_args_int(&a, 0, INT64_MAX, &G->max_per)) return 2;
-        } else if (!strcmp(arg, "--in") || !strcmp(arg, "--input") || !strcmp(arg, "--shape")) {
+        } else if (a.opt == O_INPUT || a.opt == O_SHAPE) {
             if (src->n == TG_OP_MAX_INPUTS)
                 return tg_cli_fail("gradcheck", "more than %d inputs", TG_OP_MAX_INPUTS);
-            src->is_file[src->n] = strcmp(arg, "--shape") != 0;   /* --input: as tgraph op */
+            src->is_file[src->n] = a.opt == O_INPUT;   /* --input: as tgraph op */
             if (!tg_args_value(&a, &src->text[src->n++])) return 2;
         } else if (arg[0] != '-' && !G->layer) {
             G->layer = arg;
@@ -333,7 +354,7 @@ const tg_cli_cmd tg_cmd_gradcheck = {
     .summary = "check every gradient of a layer or op against central differences (float64)",
     .help =
         "usage: tgraph gradcheck LAYER [--set KEY=VALUE]... [--seed N] [--max-per-tensor N]\n"
-        "       tgraph gradcheck OP [ATTR=VALUE]... [--in FILE.npy | --shape 2,3]...\n"
+        "       tgraph gradcheck OP [--set ATTR=VALUE]... [--in FILE.npy | --shape 2,3]...\n"
         "                        [--seed N] [--max-per-tensor N]\n"
         "       (both: [--progress-every SECONDS] [--quiet])\n\n"
         "Builds LAYER in float64 with PyTorch-default parameters plus 0.1*randn (so no\n"
@@ -341,11 +362,7 @@ const tg_cli_cmd tg_cmd_gradcheck = {
         "sum(y * r) for a random r with central differences (eps 1e-6, atol 1e-5,\n"
         "rtol 1e-3, as torch.autograd.gradcheck) for every parameter and input. Elements\n"
         "whose probe flips a discrete decision (a topk pick, a relu sign) are left out and\n"
-        "counted. Prints one line per tensor; exits 1 if any fails.\n"
-        "  --max-per-tensor N   check at most N elements per tensor (spread evenly)\n"
-        "  --progress-every SECONDS  a check running longer writes a line on stderr\n"
-        "                   every SECONDS (default 5; 0: every element): the tensor and\n"
-        "                   the element it is at; --quiet, -q: none\n\n"
+        "counted. Prints one line per tensor; exits 1 if any fails.\n\n"
         "OP is any op of tgraph op --help, with its attributes. Its tensor inputs, in\n"
         "PyTorch's order, come from --in files (float data converted to float64; 'null'\n"
         "for an omitted optional input) or are drawn at random in the --shape given\n"
@@ -357,8 +374,11 @@ const tg_cli_cmd tg_cmd_gradcheck = {
         "           scatter targets); cross_entropy target: classes in [0, C)\n"
         "einsum with no inputs draws one operand per term (labels of size 2, 3, 4).\n"
         "One line per float input that takes a gradient; several float outputs (split)\n"
-        "are checked together.\n\n"
-        "examples:\n  tgraph gradcheck tsa\n"
+        "are checked together.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\nexamples:\n  tgraph gradcheck tsa\n"
         "  tgraph gradcheck assa_topk --set N=9 --set k=4 --seed 3\n"
         "  tgraph gradcheck einsum 'equation=blhe,bshe->bhls'\n"
         "  tgraph gradcheck topk k=3 --shape 4,7 --seed 2\n"

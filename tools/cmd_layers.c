@@ -9,14 +9,20 @@
 #include "cli.h"
 #include "tgraph.h"
 
+enum { O_NAMES };
+static const tg_opt opts[] = {
+    [O_NAMES] = {"--names", NULL, NULL, "print only the layer names, one per line"},
+};
+
 static int run(int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "layers", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *only = NULL, *arg;
     bool names = false;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--names")) names = true;
+        if (a.opt == O_NAMES) names = true;
         else if (arg[0] == '-' || only) return tg_cli_unknown(&a, arg);
         else only = arg;
     }
@@ -56,8 +62,9 @@ const tg_cli_cmd tg_cmd_layers = {
             "Lists every layer (or one) with its config keys (for --set KEY=VALUE in run,\n"
             "gradcheck, dot and bench), their defaults (PyTorch's, as in\n"
             "shared/oracle/make_case.py --list), types and ranges, and the inputs with\n"
-            "their shapes. The key lines read like tgraph op NAME --help's attributes.\n"
-            "--names prints only the layer names, one per line.\n\n"
-            "examples:\n  tgraph layers\n  tgraph layers tsa\n",
+            "their shapes. The key lines read like tgraph op NAME --help's attributes.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more = "\nexamples:\n  tgraph layers\n  tgraph layers tsa\n",
     .run = run,
 };

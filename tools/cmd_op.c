@@ -138,28 +138,46 @@ static int set_attr(op_run *R, const char *item)
     return 0;
 }
 
+enum { O_SET, O_INPUT, O_OUT, O_GRAD_OUTPUT, O_GRADS, O_MAN, O_MARKDOWN };
+static const tg_opt opts[] = {
+    [O_SET] = {"--set", NULL, "ATTR=VALUE", "an attribute (a bare ATTR=VALUE is the same)"},
+    [O_INPUT] = {"--input", "--in", "FILE.npy",
+                 "the tensor arguments in PyTorch's positional order, as FILE or NAME=FILE "
+                 "(NAME the op's name for that input, checked); 'null' stands for an omitted "
+                 "optional one (layer_norm x null bias)"},
+    [O_OUT] = {"--out", "-o", "FILE.npy",
+               "the outputs in order (topk: values, then int64 indices; split: each piece)"},
+    [O_GRAD_OUTPUT] = {"--grad-output", NULL, "FILE.npy", "dy for each float output, in order"},
+    [O_GRADS] = {"--grads", "--grad", "FILE.npy",
+                 "receives d sum(out * dy) for each float input that takes a gradient, in "
+                 "order (mse_loss: both; cross_entropy: not weight)"},
+    [O_MAN] = {"--man", NULL, NULL, "print the op list as roff (the man page's OPS section)"},
+    [O_MARKDOWN] = {"--markdown", NULL, NULL, "print the op list as Markdown"},
+};
+
 /* The command line: files, the op's name and its attributes. */
 static int parse_args(op_run *R, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "op", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--man") || !strcmp(arg, "--markdown")) {
-            /* hidden: the op list for the man page / as Markdown */
-            if (!strcmp(arg, "--man")) print_man(stdout);
+        if (a.opt == O_MAN || a.opt == O_MARKDOWN) {
+            /* the op list for the man page / as Markdown */
+            if (a.opt == O_MAN) print_man(stdout);
             else print_markdown(stdout);
             R->listed = true;
             return 0;
-        } else if (!strcmp(arg, "--input") || !strcmp(arg, "--in")) {
+        } else if (a.opt == O_INPUT) {
             if (add_file(&a, &R->ins, TG_OP_MAX_INPUTS)) return 2;
-        } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+        } else if (a.opt == O_OUT) {
             if (add_file(&a, &R->outs, TG_OP_MAX_OUTPUTS)) return 2;
-        } else if (!strcmp(arg, "--grad-output")) {
+        } else if (a.opt == O_GRAD_OUTPUT) {
             if (add_file(&a, &R->dys, TG_OP_MAX_OUTPUTS)) return 2;
-        } else if (!strcmp(arg, "--grads") || !strcmp(arg, "--grad")) {
+        } else if (a.opt == O_GRADS) {
             if (add_file(&a, &R->grads, TG_OP_MAX_INPUTS)) return 2;
-        } else if (!strcmp(arg, "--set")) {
+        } else if (a.opt == O_SET) {
             const char *v;
             if (!tg_args_value(&a, &v) || set_attr(R, v)) return 2;
         } else if (arg[0] != '-' && !R->name) {
@@ -351,18 +369,10 @@ static const char usage_text[] =
     "its outputs. NAME and ATTR are PyTorch's / einops' names; VALUE is an integer, a\n"
     "float (inf, -inf, nan), true/false, null (None), a list [2,3] or a string (quote\n"
     "it for the shell: --set 'equation=blhe,bshe->bhls'). The graph is float64 when any\n"
-    "float input is, float32 otherwise; 0-d tensors stay 0-d.\n"
-    "  --set          an attribute (a bare ATTR=VALUE is the same)\n"
-    "  --input        the tensor arguments in PyTorch's positional order, as FILE or\n"
-    "                 NAME=FILE (NAME the op's name for that input, checked); 'null'\n"
-    "                 stands for an omitted optional one (layer_norm x null bias)\n"
-    "  --out          the outputs in order (topk: values, then int64 indices; split: each\n"
-    "                 piece)\n"
-    "  --grad-output  dy for each float output, in order; then\n"
-    "  --grads        receives d sum(out * dy) for each float input that takes a\n"
-    "                 gradient, in order (mse_loss: both; cross_entropy: not weight)\n"
-    "Aliases (as in tgraph run): --in for --input, --grad for --grads, -o for --out.\n"
-    "One --out or --grads may be - (stdout); an output that is one of the input files\n"
+    "float input is, float32 otherwise; 0-d tensors stay 0-d.\n";
+
+static const char usage_more[] =
+    "\nOne --out or --grads may be - (stdout); an output that is one of the input files\n"
     "is refused before anything is written.\n"
     "Bad attributes, files, shapes or patterns: exit status 2 and one line on stderr.\n";
 
@@ -384,6 +394,9 @@ static int n_attrs(const tg_op_def *op)
 static void print_list(FILE *f)
 {
     fputs(usage_text, f);
+    fputs("\noptions:\n", f);
+    tg_opts_print_help(f, opts, TG_OPTS_N(opts));
+    fputs(usage_more, f);
     fputs("\nops (tgraph op NAME --help for one in full):\n", f);
     for (int i = 0; i < tg_op_count(); i++)
         fprintf(f, "  %-14s %s\n", tg_op_at(i)->name, tg_op_at(i)->summary);
@@ -506,6 +519,8 @@ const tg_cli_cmd tg_cmd_op = {
     .name = "op",
     .summary = "run one op (einsum, softmax, topk, ...) on .npy files; write outputs and grads",
     .help = usage_text,
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
     .run = run,
     .print_help = print_help,
 };

@@ -37,19 +37,31 @@ typedef struct {
     double        *fc;                 /* [pred_len, m.cols] forecast, data units */
 } predict_run;
 
+enum { O_CHECKPOINT, O_DATA, O_OUT, O_THREADS };
+static const tg_opt opts[] = {
+    [O_CHECKPOINT] = {"--checkpoint", NULL, "FILE", "a checkpoint of tgraph train (required)"},
+    [O_DATA] = {"--data", NULL, "FILE.csv",
+                "the columns the model was trained on, in the same order, at least seq_len "
+                "rows; when it has a date column, the last seq_len rows must step evenly (no "
+                "gap) (required)"},
+    [O_OUT] = {"--out", "-o", "FILE.csv", "where the forecast goes; - (the default) is stdout"},
+    [O_THREADS] = {"--threads", NULL, "N", "default: every core"},
+};
+
 static int parse_args(predict_run *P, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, CMD, argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--checkpoint")) {
+        if (a.opt == O_CHECKPOINT) {
             if (!tg_args_value(&a, &P->ckpt)) return 2;
-        } else if (!strcmp(arg, "--data")) {
+        } else if (a.opt == O_DATA) {
             if (!tg_args_value(&a, &P->data)) return 2;
-        } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+        } else if (a.opt == O_OUT) {
             if (!tg_args_value(&a, &P->out)) return 2;
-        } else if (!strcmp(arg, "--threads")) {
+        } else if (a.opt == O_THREADS) {
             if (!tg_args_int(&a, 0, TG_MAX_THREADS, &P->threads)) return 2;
         } else {
             return tg_cli_unknown(&a, arg);
@@ -277,12 +289,11 @@ const tg_cli_cmd tg_cmd_predict = {
         "of --data and writes the next pred_len steps as CSV: the header of --data,\n"
         "its date column continued at the data's own step (hourly ETT: the next 24\n"
         "hours after the last row), the values in the data's units. --features S and\n"
-        "MS runs write the date and the target column only.\n\n"
-        "  --data FILE.csv  the columns the model was trained on, in the same order,\n"
-        "                   at least seq_len rows; when it has a date column, the last\n"
-        "                   seq_len rows must step evenly (no gap)\n"
-        "  --out FILE.csv   where the forecast goes; - (the default) is stdout\n\n"
-        "Bad input exits 2 with one line: too few rows, other columns, a gap or an\n"
+        "MS runs write the date and the target column only.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\nBad input exits 2 with one line: too few rows, other columns, a gap or an\n"
         "irregular step in the dates used, an unreadable checkpoint, --out naming an\n"
         "input.\n\n"
         "examples:\n"

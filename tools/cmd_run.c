@@ -59,35 +59,60 @@ typedef struct {
     tg_tensor    *dy;                                 /* --grad-output */
 } run_req;
 
+enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_SAVE_WEIGHTS, O_BUFFERS, O_OUT, O_ATTN, O_ATTN_SVG,
+       O_GRAD_OUTPUT, O_GRADS };
+static const tg_opt opts[] = {
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_INPUT] = {"--input", "--in", "NAME=FILE.npy", "the layer's input NAME"},
+    [O_OUT] = {"--out", "-o", "FILE.npy", "the output y"},
+    [O_WEIGHTS] = {"--weights", NULL, "FILE.safetensors",
+                   "the parameters by state_dict name; without it they are initialised like "
+                   "PyTorch's defaults from --seed N (one line on stderr says so)"},
+    [O_SEED] = {"--seed", NULL, "N", "the seed of that initialisation, default 0"},
+    [O_SAVE_WEIGHTS] = {"--save-weights", NULL, "FILE.safetensors",
+                        "the parameters used (loaded or initialised), by state_dict name: "
+                        "loadable back with --weights or torch's load_state_dict"},
+    [O_ATTN] = {"--attn", NULL, "FILE.npy", "the attention weights, where the layer has them"},
+    [O_ATTN_SVG] = {"--attn-svg", NULL, "FILE.svg",
+                    "the same as a heatmap (every head of batch 0)"},
+    [O_GRAD_OUTPUT] = {"--grad-output", NULL, "FILE.npy",
+                       "dy; --grads then receives d sum(y*dy) for every parameter under its "
+                       "own key and for every float input under input.NAME"},
+    [O_GRADS] = {"--grads", "--grad", "FILE.safetensors", "the gradients (with --grad-output)"},
+    [O_BUFFERS] = {"--buffers", NULL, "FILE.safetensors",
+                   "accepted and checked; buffers (pe, relative_position_index) are recomputed"},
+};
+
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
 static int parse_args(run_req *R, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, "run", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg, *v;
     while ((arg = tg_args_next(&a))) {
-        if (!strcmp(arg, "--set")) {
+        if (a.opt == O_SET) {
             if (!tg_args_value(&a, &v) || tg_cli_set("run", R->cfg, v)) return 2;
-        } else if (!strcmp(arg, "--input") || !strcmp(arg, "--in")) {
+        } else if (a.opt == O_INPUT) {
             if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &R->files, v)) return 2;
             R->in[R->n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */
-        } else if (!strcmp(arg, "--weights")) {
+        } else if (a.opt == O_WEIGHTS) {
             if (!tg_args_value(&a, &R->weights)) return 2;
-        } else if (!strcmp(arg, "--seed")) {
+        } else if (a.opt == O_SEED) {
             if (!tg_args_int(&a, 0, INT64_MAX, &R->seed)) return 2;
-        } else if (!strcmp(arg, "--save-weights")) {
+        } else if (a.opt == O_SAVE_WEIGHTS) {
             if (!tg_args_value(&a, &R->save_weights)) return 2;
-        } else if (!strcmp(arg, "--buffers")) {
+        } else if (a.opt == O_BUFFERS) {
             if (!tg_args_value(&a, &R->buffers)) return 2;
-        } else if (!strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+        } else if (a.opt == O_OUT) {
             if (!tg_args_value(&a, &R->out)) return 2;
-        } else if (!strcmp(arg, "--attn")) {
+        } else if (a.opt == O_ATTN) {
             if (!tg_args_value(&a, &R->attn)) return 2;
-        } else if (!strcmp(arg, "--attn-svg")) {
+        } else if (a.opt == O_ATTN_SVG) {
             if (!tg_args_value(&a, &R->attn_svg)) return 2;
-        } else if (!strcmp(arg, "--grad-output")) {
+        } else if (a.opt == O_GRAD_OUTPUT) {
             if (!tg_args_value(&a, &R->dy_path)) return 2;
-        } else if (!strcmp(arg, "--grads") || !strcmp(arg, "--grad")) {
+        } else if (a.opt == O_GRADS) {
             if (!tg_args_value(&a, &R->grads)) return 2;
         } else if (arg[0] != '-' && !R->layer) {
             R->layer = arg;
@@ -204,20 +229,12 @@ const tg_cli_cmd tg_cmd_run = {
         "name (a missing, extra or misshaped tensor is an error naming it), runs it on the\n"
         "inputs and writes the output. Shape keys (B, L, b, ts_d, shape, ...) not given with\n"
         "--set are read off the input files; given ones must agree.\n"
-        "  --weights     the parameters by state_dict name; without it they are initialised\n"
-        "                like PyTorch's defaults from --seed N (default 0; one line on stderr)\n"
-        "  --save-weights  the parameters used (loaded or initialised), by state_dict name:\n"
-        "                loadable back with --weights or torch's load_state_dict\n"
-        "  --attn        the attention weights, where the layer has them\n"
-        "  --attn-svg    the same as a heatmap (every head of batch 0)\n"
-        "  --grad-output dy; --grads then receives d sum(y*dy) for every parameter under its\n"
-        "                own key and for every float input under input.NAME\n"
-        "  --buffers     accepted and checked; buffers (pe, relative_position_index) are\n"
-        "                recomputed\n"
-        "Aliases (as in tgraph op): --in for --input, --grad for --grads, -o for --out.\n"
         "One of --out, --attn, --attn-svg, --grads, --save-weights may be - (stdout); an\n"
-        "output that is one of the input files is refused before anything is written.\n\n"
-        "examples (a case written by shared/oracle/make_case.py tsa /tmp/tsa):\n"
+        "output that is one of the input files is refused before anything is written.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more =
+        "\nexamples (a case written by shared/oracle/make_case.py tsa /tmp/tsa):\n"
         "  tgraph run tsa --set factor=2 --weights /tmp/tsa/weights.safetensors \\\n"
         "      --input x=/tmp/tsa/x.npy --out y.npy \\\n"
         "      --grad-output /tmp/tsa/dy.npy --grads grads.safetensors\n"

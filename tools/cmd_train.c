@@ -621,29 +621,112 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 
 /* ---- the steps of the command ---- */
 
+enum { O_DATA, O_SPLIT, O_MODEL, O_SET, O_FEATURES, O_TARGET, O_EPOCHS, O_BATCH, O_LR, O_LRADJ,
+       O_PATIENCE, O_SEED, O_THREADS, O_RECOMPUTE, O_OUT_DIR, O_OVERWRITE, O_RESUME, O_ALLOW_DATA,
+       O_OPTIM, O_WD, O_CLIP, O_MAX_STEPS, O_PROGRESS_EVERY, O_QUIET };
+static const tg_opt opts[] = {
+    [O_DATA] = {"--data", NULL, "FILE.csv",
+                "a header row, an optional date column (read: predict continues it), numeric "
+                "columns (the ETT layout). Default: the built-in series (4000 hourly steps, 7 "
+                "coupled channels, daily and weekly cycles)"},
+    [O_SPLIT] = {"--split", NULL, "A,B,C",
+                 "train, validation, test rows (8640,2880,2880: the ETT protocol) or ratios "
+                 "(default 0.7,0.1,0.2); validation and test windows start seq_len rows early"},
+    [O_MODEL] = {"--model", NULL, "NAME",
+                 "default crossformer (linear_forecast if it is not built in); enc_in and B "
+                 "come from the data and --batch-size"},
+    [O_SET] = {"--set", NULL, "KEY=VALUE",
+               "a model config key (crossformer: seq_len pred_len seg_len win_size factor "
+               "d_model d_ff n_heads e_layers dropout), over the defaults key by key. With "
+               "--data: a small real config (crossformer: seq_len 96, pred_len 24, seg_len 12, "
+               "d_model 64, n_heads 4, e_layers 2, factor 3, d_ff 128, dropout 0.2; "
+               "linear_forecast: seq_len 96, pred_len 24; other models: their own). On the "
+               "built-in data a smaller one (crossformer: seq_len 96, pred_len 24, d_model 32, "
+               "n_heads 2, d_ff 64, e_layers 2, factor 3, dropout 0.1)"},
+    [O_FEATURES] = {"--features", NULL, "M|S|MS",
+                    "as TSL's run.py: M (default) every column in and out; S the target column "
+                    "only; MS every column in, the loss and metrics on the target's forecast"},
+    [O_TARGET] = {"--target", NULL, "COL",
+                  "the target column (default OT when there is one, else the last)"},
+    [O_EPOCHS] = {"--epochs", NULL, "N", "default 10 (20 for a model without defaults); "
+                  "built-in data: 8 (crossformer), 10 (linear)"},
+    [O_BATCH] = {"--batch-size", NULL, "N",
+                 "default 32 (a last partial training batch is dropped; every validation and "
+                 "test window counts once)"},
+    [O_LR] = {"--lr", NULL, "F", "the optimizer's lr, default 1e-3 (1e-4 for a model without "
+              "defaults); built-in data: 5e-3, 1e-2 (linear)"},
+    [O_LRADJ] = {"--lradj", NULL, "S",
+                 "type1 (default; halve each epoch), constant, or cosine (one epoch of warmup, "
+                 "then cosine decay to 0)"},
+    [O_PATIENCE] = {"--patience", NULL, "N", "default 3; 0: no early stopping"},
+    [O_SEED] = {"--seed", NULL, "N", "default 0 (init, batch order, dropout): the same seed and "
+                "--threads give bit-identical runs"},
+    [O_THREADS] = {"--threads", NULL, "N", "default: every core"},
+    [O_RECOMPUTE] = {"--recompute", NULL, NULL,
+                     "recompute linear layers' outputs in backward instead of keeping them from "
+                     "the forward: less memory, one more GEMM per such layer and step; "
+                     "bit-identical results"},
+    [O_OUT_DIR] = {"--out-dir", "--out -o", "DIR",
+                   "default runs/train (on --resume: the file's dir), created if missing: "
+                   "checkpoint.safetensors (last epoch), best.safetensors, metrics.csv (epoch, "
+                   "step, train_loss, val_mse, lr, seconds), loss.svg, model.dot (+ .svg if "
+                   "Graphviz is installed). A DIR that holds a run already is refused: continue "
+                   "it with --resume DIR/checkpoint.safetensors"},
+    [O_OVERWRITE] = {"--overwrite", NULL, NULL,
+                     "replace the run found in --out-dir (its files are removed first)"},
+    [O_RESUME] = {"--resume", NULL, "FILE",
+                  "continue a run exactly (the losses of an uninterrupted run); only --epochs "
+                  "--patience --lr --clip --data --out-dir --threads may change (--max-steps, "
+                  "--progress-every and --quiet are this invocation's). Another --out-dir gets "
+                  "the run's best weights too; one holding another run is refused"},
+    [O_ALLOW_DATA] = {"--allow-data-change", NULL, NULL,
+                      "on --resume, train on a --data file other than the run's (the "
+                      "checkpoint records its absolute path, size and FNV-1a hash; other bytes "
+                      "are refused): the run's scaler is kept and the best epoch is chosen "
+                      "again on the new validation rows"},
+    [O_OPTIM] = {"--optim", NULL, "adam|adamw|sgd", "the optimizer, default adam"},
+    [O_WD] = {"--weight-decay", NULL, "F", "weight decay, default 0"},
+    [O_CLIP] = {"--clip", NULL, "F", "clip the gradient norm (default: off)"},
+    [O_MAX_STEPS] = {"--max-steps", NULL, "N",
+                     "stop after N optimizer steps of the run (a smoke test, a time budget): "
+                     "the checkpoint is written there, even in mid-epoch, and the best complete "
+                     "epoch's weights are tested (before any, the weights as they are). "
+                     "--resume with a larger --max-steps (or none) continues exactly: the bits "
+                     "of one straight run. The schedule still spans --epochs"},
+    [O_PROGRESS_EVERY] = {"--progress-every", NULL, "SECONDS",
+                          "the steps inside an epoch on stderr: on a terminal a live line "
+                          "(step/total, running loss, steps/s, ETA of the epoch and of the "
+                          "run); on a pipe or file one plain line every SECONDS (default 5; 0: "
+                          "every step), flushed:\n"
+                          "progress: epoch E/N step K/S (run STEP/TOTAL)  loss L  R steps/s  "
+                          "ETA epoch M:SS, run M:SS\n"
+                          "Given on a terminal, plain lines are written there too"},
+    [O_QUIET] = {"--quiet", "-q", NULL, "no progress on stderr (the epoch lines on stdout stay)"},
+};
+
 /* A data or model option (--data --split --target --features --model --set)
- * into j->s or j->cfg: 0, the exit status, or -1 when arg is none of them. */
-static int parse_data_option(job *j, tg_args *a, const char *arg)
+ * into j->s or j->cfg: 0, the exit status, or -1 when a->opt is none of them. */
+static int parse_data_option(job *j, tg_args *a)
 {
     settings *s = &j->s;
     const char *v;
 #define VALUE(p) if (!tg_args_value(a, p)) return 2
-    if (!strcmp(arg, "--data")) {
+    if (a->opt == O_DATA) {
         VALUE(&s->data);
         s->set_data = true;
-    } else if (!strcmp(arg, "--split")) {
+    } else if (a->opt == O_SPLIT) {
         VALUE(&v);
         if (tg_split_parse(v, &s->split)) return tg_cli_fail(CMD, "--split %s", tg_last_error());
         s->set_split = true;
-    } else if (!strcmp(arg, "--target")) {
+    } else if (a->opt == O_TARGET) {
         VALUE(&s->target);
-    } else if (!strcmp(arg, "--features")) {
+    } else if (a->opt == O_FEATURES) {
         VALUE(&v);
         if (tg_tl_features_parse(CMD, v, &s->features)) return 2;
-    } else if (!strcmp(arg, "--model")) {
+    } else if (a->opt == O_MODEL) {
         VALUE(&s->model);
         s->set_model = true;
-    } else if (!strcmp(arg, "--set")) {
+    } else if (a->opt == O_SET) {
         VALUE(&v);
         if (tg_cli_set(CMD, j->cfg, v)) return 2;
         s->set_cfg = true;
@@ -660,58 +743,58 @@ static int parse_option(job *j, tg_args *a, const char *arg)
     settings *s = &j->s;
     const char *v;
 #define VALUE(p) if (!tg_args_value(a, p)) return 2
-    int r = parse_data_option(j, a, arg);
+    int r = parse_data_option(j, a);
     if (r >= 0) return r;
-    if (!strcmp(arg, "--epochs")) {
+    if (a->opt == O_EPOCHS) {
         if (!tg_args_int(a, 1, 100000, &s->epochs)) return 2;
         s->set_epochs = true;
-    } else if (!strcmp(arg, "--batch-size")) {
+    } else if (a->opt == O_BATCH) {
         if (!tg_args_int(a, 1, 4096, &s->batch)) return 2;
         s->set_batch = true;
-    } else if (!strcmp(arg, "--lr")) {
+    } else if (a->opt == O_LR) {
         if (!tg_args_double(a, 1e-300, 1e300, &s->lr)) return 2;
         s->set_lr = true;
-    } else if (!strcmp(arg, "--lradj")) {
+    } else if (a->opt == O_LRADJ) {
         VALUE(&v);
         if (tg_lr_schedule_parse(v, &s->lradj))
             return tg_cli_fail(CMD, "--lradj %s", tg_last_error());
         s->set_lradj = true;
-    } else if (!strcmp(arg, "--optim")) {
+    } else if (a->opt == O_OPTIM) {
         VALUE(&v);
         if (parse_optim(v, &s->optim)) return 2;
         s->set_optim = true;
-    } else if (!strcmp(arg, "--weight-decay")) {
+    } else if (a->opt == O_WD) {
         if (!tg_args_double(a, 0, 1e6, &s->weight_decay)) return 2;
         s->set_wd = true;
-    } else if (!strcmp(arg, "--clip")) {
+    } else if (a->opt == O_CLIP) {
         if (!tg_args_double(a, 0, 1e300, &s->clip)) return 2;
         s->set_clip = true;
-    } else if (!strcmp(arg, "--patience")) {
+    } else if (a->opt == O_PATIENCE) {
         if (!tg_args_int(a, 0, 100000, &s->patience)) return 2;
         s->set_patience = true;
-    } else if (!strcmp(arg, "--seed")) {
+    } else if (a->opt == O_SEED) {
         if (!tg_args_int(a, 0, INT64_MAX, &s->seed)) return 2;
         s->set_seed = true;
-    } else if (!strcmp(arg, "--threads")) {
+    } else if (a->opt == O_THREADS) {
         if (!tg_args_int(a, 0, TG_MAX_THREADS, &s->threads)) return 2;
         s->set_threads = true;
-    } else if (!strcmp(arg, "--max-steps")) {
+    } else if (a->opt == O_MAX_STEPS) {
         if (!tg_args_int(a, 1, INT64_MAX, &s->max_steps)) return 2;
-    } else if (!strcmp(arg, "--progress-every")) {
+    } else if (a->opt == O_PROGRESS_EVERY) {
         if (!tg_args_double(a, 0, 1e9, &s->progress_every)) return 2;
         s->set_progress_every = true;
-    } else if (!strcmp(arg, "--quiet") || !strcmp(arg, "-q")) {
+    } else if (a->opt == O_QUIET) {
         s->quiet = true;
-    } else if (!strcmp(arg, "--recompute")) {
+    } else if (a->opt == O_RECOMPUTE) {
         s->recompute = true;
-    } else if (!strcmp(arg, "--overwrite")) {
+    } else if (a->opt == O_OVERWRITE) {
         s->overwrite = true;
-    } else if (!strcmp(arg, "--allow-data-change")) {
+    } else if (a->opt == O_ALLOW_DATA) {
         s->allow_data_change = true;
-    } else if (!strcmp(arg, "--out-dir") || !strcmp(arg, "--out") || !strcmp(arg, "-o")) {
+    } else if (a->opt == O_OUT_DIR) {
         VALUE(&s->out);
         s->set_out = true;
-    } else if (!strcmp(arg, "--resume")) {
+    } else if (a->opt == O_RESUME) {
         VALUE(&s->resume);
     } else {
         return tg_cli_unknown(a, arg);
@@ -724,6 +807,7 @@ static int parse_args(job *j, int argc, char **argv)
 {
     tg_args a;
     tg_args_init(&a, CMD, argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
     const char *arg;
     int rc;
     while ((arg = tg_args_next(&a)))
@@ -1032,78 +1116,10 @@ const tg_cli_cmd tg_cmd_train = {
         "after --patience epochs without improvement. Then the best weights are tested,\n"
         "ending with one line next to two baselines (repeat the last input step; the\n"
         "training mean):\n"
-        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n"
-        "\n"
-        "  --data FILE.csv  a header row, an optional date column (read: predict\n"
-        "                   continues it), numeric\n"
-        "                   columns (the ETT layout). Default: the built-in series (4000\n"
-        "                   hourly steps, 7 coupled channels, daily and weekly cycles)\n"
-        "  --split A,B,C    train, validation, test rows (8640,2880,2880: the ETT\n"
-        "                   protocol) or ratios (default 0.7,0.1,0.2); validation and test\n"
-        "                   windows start seq_len rows early\n"
-        "  --model NAME     default crossformer (linear_forecast if it is not built in);\n"
-        "                   enc_in and B come from the data and --batch-size\n"
-        "  --set KEY=VALUE  a model config key (crossformer: seq_len pred_len seg_len\n"
-        "                   win_size factor d_model d_ff n_heads e_layers dropout), over\n"
-        "                   the defaults key by key. With --data: a small real config\n"
-        "                   (crossformer: seq_len 96, pred_len 24, seg_len 12, d_model 64,\n"
-        "                   n_heads 4, e_layers 2, factor 3, d_ff 128, dropout 0.2;\n"
-        "                   linear_forecast: seq_len 96, pred_len 24; other models: their\n"
-        "                   own). On the built-in data a smaller one (crossformer: seq_len\n"
-        "                   96, pred_len 24, d_model 32, n_heads 2, d_ff 64, e_layers 2,\n"
-        "                   factor 3, dropout 0.1)\n"
-        "  --epochs N       default 10 (20 for a model without defaults); built-in\n"
-        "                   data: 8 (crossformer), 10 (linear)\n"
-        "  --batch-size N   default 32 (a last partial training batch is dropped; every\n"
-        "                   validation and test window counts once)\n"
-        "  --lr F           Adam's lr, default 1e-3 (1e-4 for a model without\n"
-        "                   defaults); built-in data: 5e-3, 1e-2 (linear)\n"
-        "  --lradj S        type1 (default; halve each epoch), constant, or cosine (one\n"
-        "                   epoch of warmup, then cosine decay to 0)\n"
-        "  --patience N     default 3; 0: no early stopping\n"
-        "  --seed N         default 0 (init, batch order, dropout): the same seed and\n"
-        "                   --threads give bit-identical runs\n"
-        "  --threads N      default: every core\n"
-        "  --recompute      recompute linear layers' outputs in backward instead of\n"
-        "                   keeping them from the forward: less memory, one more GEMM\n"
-        "                   per such layer and step; bit-identical results\n"
-        "  --out-dir DIR    (or --out DIR) default runs/train (on --resume: the file's dir),\n"
-        "                   created if missing: checkpoint.safetensors (last epoch),\n"
-        "                   best.safetensors, metrics.csv (epoch, step, train_loss,\n"
-        "                   val_mse, lr, seconds), loss.svg, model.dot (+ .svg if\n"
-        "                   Graphviz is installed). A DIR that holds a run already is\n"
-        "                   refused: continue it with --resume DIR/checkpoint.safetensors\n"
-        "  --overwrite      replace the run found in --out (its files are removed first)\n",
+        "  test mse=0.3150 mae=0.3720 | repeat-last mse=1.2220 | train-mean mse=1.1100\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
     .help_more =
-        "  --resume FILE    continue a run exactly (the losses of an uninterrupted run);\n"
-        "                   only --epochs --patience --lr --clip --data --out --threads\n"
-        "                   may change (--max-steps, --progress-every and --quiet are\n"
-        "                   this invocation's). Another --out gets the run's best weights\n"
-        "                   too; one holding another run is refused\n"
-        "  --allow-data-change  on --resume, train on a --data file other than the run's\n"
-        "                   (the checkpoint records its absolute path, size and FNV-1a\n"
-        "                   hash; other bytes are refused): the run's scaler is kept and\n"
-        "                   the best epoch is chosen again on the new validation rows\n"
-        "  --optim, --weight-decay, --clip   adam (default), adamw or sgd; weight decay\n"
-        "                   (default 0); clip the gradient norm (default: off)\n"
-        "  --features M|S|MS  as TSL's run.py: M (default) every column in and out; S\n"
-        "                   the target column only; MS every column in, the loss and\n"
-        "                   metrics on the target's forecast\n"
-        "  --target COL     the target column (default OT when there is one, else the last)\n"
-        "  --max-steps N    stop after N optimizer steps of the run (a smoke test, a\n"
-        "                   time budget): the checkpoint is written there, even in\n"
-        "                   mid-epoch, and the best complete epoch's weights are tested\n"
-        "                   (before any, the weights as they are). --resume with a\n"
-        "                   larger --max-steps (or none) continues exactly: the bits of\n"
-        "                   one straight run. The schedule still spans --epochs\n"
-        "  --progress-every SECONDS  the steps inside an epoch on stderr: on a\n"
-        "                   terminal a live line (step/total, running loss, steps/s, ETA\n"
-        "                   of the epoch and of the run); on a pipe or file one plain\n"
-        "                   line every SECONDS (default 5; 0: every step), flushed:\n"
-        "                   progress: epoch E/N step K/S (run STEP/TOTAL)  loss L  R\n"
-        "                   steps/s  ETA epoch M:SS, run M:SS\n"
-        "                   Given on a terminal, plain lines are written there too\n"
-        "  --quiet, -q      no progress on stderr (the epoch lines on stdout stay)\n"
         "\n"
         "Before the first step it prints the model's full config (every key), the\n"
         "data (file, rows, columns), the split (rows and windows), the parameter count\n"

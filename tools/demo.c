@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "tgraph.h"
+#include "args.h"
 #include "cli.h"
 
 /* y = sin(x0) + 0.5 * x1 * x2 + noise: a smooth target a 2-layer MLP can fit */
@@ -21,24 +22,23 @@ static void make_batch(tg_rng *rng, float *x, float *y, int B)
     }
 }
 
+enum { O_STEPS };
+static const tg_opt opts[] = {
+    [O_STEPS] = {"--steps", NULL, "N", "training steps, default 300"},
+};
+
 /* --steps N (default 300); 2 after a message when the command line is wrong. */
 static int parse_steps(int argc, char **argv, int *steps)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000000) {
-                fprintf(stderr, "tgraph demo: --steps wants an integer in [1, 1000000], got '%s'\n",
-                        argv[i]);
-                return 2;
-            }
-            *steps = (int)v;
-        } else {
-            fprintf(stderr, "tgraph demo: unknown argument '%s' (see tgraph demo --help)\n",
-                    argv[i]);
-            return 2;
-        }
+    tg_args a;
+    tg_args_init(&a, "demo", argc, argv);
+    tg_args_table(&a, opts, TG_OPTS_N(opts));
+    const char *arg;
+    while ((arg = tg_args_next(&a))) {
+        int64_t v;
+        if (a.opt != O_STEPS) return tg_cli_unknown(&a, arg);
+        if (!tg_args_int(&a, 1, 1000000, &v)) return 2;
+        *steps = (int)v;
     }
     return 0;
 }
@@ -134,7 +134,9 @@ const tg_cli_cmd tg_cmd_demo = {
     .summary = "train a tiny MLP on generated data and print the falling loss",
     .help = "usage: tgraph demo [--steps N]\n\n"
             "Builds a 3 -> 32 -> 1 MLP graph once, then trains it with SGD for N steps\n"
-            "(default 300) on freshly generated batches, printing the loss.\n\n"
-            "example:\n  tgraph demo --steps 500\n",
+            "(default 300) on freshly generated batches, printing the loss.\n",
+    .opts = opts,
+    .n_opts = TG_OPTS_N(opts),
+    .help_more = "\nexample:\n  tgraph demo --steps 500\n",
     .run = run,
 };

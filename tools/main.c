@@ -27,6 +27,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tgraph COMMAND [ARGS]...\n"
                "       tgraph help COMMAND | tgraph COMMAND --help\n"
+               "       tgraph help --man COMMAND   (its options as roff, for the man page)\n"
                "       tgraph --version\n\n"
                "tgraph is a tensor graph engine with reverse-mode autograd.\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++)
@@ -40,6 +41,10 @@ static void help(const tg_cli_cmd *c, int argc, char **argv)
         return;
     }
     fputs(c->help, stdout);
+    if (c->opts) {
+        fputs("\noptions:\n", stdout);
+        tg_opts_print_help(stdout, c->opts, c->n_opts);
+    }
     if (c->help_more) fputs(c->help_more, stdout);
 }
 
@@ -48,6 +53,27 @@ static const tg_cli_cmd *find(const char *name)
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(commands[i]->name, name) == 0) return commands[i];
     return NULL;
+}
+
+/* `tgraph help --man CMD`: CMD's options as roff, for make's man page (the
+ * Makefile puts it at tools/tgraph.1's `.\" @OPTS CMD@` line);
+ * `tgraph help --options CMD`: one line per option, its name, aliases and
+ * placeholder separated by tabs (for tests/test_cli_options.c). */
+static int help_table(const char *what, int argc, char **argv)
+{
+    const tg_cli_cmd *c = argc > 3 ? find(argv[3]) : NULL;
+    if (!c || argc > 4) {
+        fprintf(stderr, "tgraph: help %s wants one COMMAND (see tgraph --help)\n", what);
+        return 2;
+    }
+    if (!strcmp(what, "--man")) {
+        tg_opts_print_man(stdout, c->opts, c->n_opts);
+        return 0;
+    }
+    for (int i = 0; i < c->n_opts; i++)
+        printf("%s\t%s\t%s\n", c->opts[i].name, c->opts[i].alias ? c->opts[i].alias : "",
+               c->opts[i].arg ? c->opts[i].arg : "");
+    return 0;
 }
 
 static int dispatch(int argc, char **argv)
@@ -70,6 +96,8 @@ static int dispatch(int argc, char **argv)
             usage(stdout);
             return 0;
         }
+        if (!strcmp(argv[2], "--man") || !strcmp(argv[2], "--options"))
+            return help_table(argv[2], argc, argv);
         const tg_cli_cmd *c = find(argv[2]);
         if (!c) {
             fprintf(stderr, "tgraph: unknown command '%s' (see tgraph --help)\n", argv[2]);

@@ -19,9 +19,6 @@ typedef struct tg_cli_progress {
 
 #define TG_CLI_PROGRESS_DEFAULT {.every = 5}
 
-/* Parse --progress-every SECONDS or --quiet / -q: 1 when arg was one of
- * them, 0 when it was not, -1 after printing a bad value. */
-int tg_cli_progress_option(tg_cli_progress *p, tg_args *a, const char *arg);
 /* The work begins now. */
 void tg_cli_progress_start(tg_cli_progress *p);
 /* Is a line due (and then counted as written)? */
