@@ -432,3 +432,33 @@ Test(eval, bad_plot_and_metrics_options)
                         "output --metrics", "is the same file as input --checkpoint");
     cr_assert_eq(access(f, F_OK), -1, "nothing written");
 }
+
+/* Progress over many windows (issue 19): with --progress-every 0 a line per
+ * batch on stderr, windows done rising to the total; --quiet none; a bad
+ * value names the flag. */
+Test(eval, progress_lines_over_the_windows)
+{
+    const char *ckpt = train_tiny(false);
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ckpt, "--progress-every", "0")), 0, "%s",
+                 err_text);
+    int lines = 0, last = 0, total = 0;
+    for (const char *p = strstr(err_text, "progress: "); p; p = strstr(p + 1, "progress: ")) {
+        int done, of;
+        cr_assert_eq(sscanf(p, "progress: evaluation %d/%d windows", &done, &of), 2, "%s",
+                     err_text);
+        cr_assert_gt(done, last, "%s", err_text);
+        last = done;
+        total = of;
+        lines++;
+    }
+    cr_assert_eq(total, 21, "%s", err_text);
+    cr_assert_eq(last, 21, "the last line counts every window:\n%s", err_text);
+    cr_assert_geq(lines, 2, "%s", err_text);
+    cr_assert(strstr(out_text, "test mse="), "%s", out_text);
+
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ckpt, "--progress-every", "0", "--quiet")),
+                 0, "%s", err_text);
+    cr_assert_null(strstr(err_text, "progress:"), "%s", err_text);
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ckpt, "--progress-every", "-1")), 2);
+    cr_assert(strstr(err_text, "--progress-every"), "%s", err_text);
+}

@@ -16,6 +16,7 @@
 #include "args.h"
 #include "cli.h"
 #include "outputs.h"
+#include "progress.h"
 #include "train_loop.h"
 
 #define CMD "eval"
@@ -44,6 +45,7 @@ typedef struct {
     tg_tl_tsl      tsl, *by_step;         /* TSL's metrics in the output units; by step */
     int64_t        zero_truths;
     int64_t        win[MAX_PLOT_WINDOWS], n_win, channel;   /* what --plot draws */
+    tg_cli_progress progress;             /* --progress-every, --quiet */
 } eval_run;
 
 /* TSL's names: --predictions DIR/pred.npy without --truth puts the truth in
@@ -61,7 +63,7 @@ static int truth_beside(eval_run *E)
 }
 
 enum { O_CHECKPOINT, O_DATA, O_SPLIT, O_PREDS, O_TRUTH, O_INVERSE, O_METRICS, O_PLOT,
-       O_PLOT_WINDOWS, O_PLOT_CHANNEL, O_HPLOT, O_THREADS };
+       O_PLOT_WINDOWS, O_PLOT_CHANNEL, O_HPLOT, O_THREADS, O_PROGRESS_EVERY, O_QUIET };
 static const tg_opt opts[] = {
     [O_CHECKPOINT] = {"--checkpoint", NULL, "FILE", "a checkpoint of tgraph train (required)"},
     [O_DATA] = {"--data", NULL, "FILE.csv", "other data (default: the run's); the scaler stays "
@@ -95,6 +97,10 @@ static const tg_opt opts[] = {
                  "hourly data, 'steps ahead (15min)' on 15-minute data, 'horizon step' "
                  "without dates)"},
     [O_THREADS] = {"--threads", NULL, "N", "default: every core"},
+    [O_PROGRESS_EVERY] = {"--progress-every", NULL, "SECONDS",
+                          "an evaluation running longer writes a line on stderr every "
+                          "SECONDS (default 5; 0: every batch): windows done of the total"},
+    [O_QUIET] = {"--quiet", "-q", NULL, "no progress lines"},
 };
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -134,6 +140,10 @@ static int parse_args(eval_run *E, int argc, char **argv)
             E->inverse = true;
         } else if (a.opt == O_THREADS) {
             if (!tg_args_int(&a, 0, TG_MAX_THREADS, &E->threads)) return 2;
+        } else if (a.opt == O_PROGRESS_EVERY) {
+            if (!tg_args_double(&a, 0, 1e9, &E->progress.every)) return 2;
+        } else if (a.opt == O_QUIET) {
+            E->progress.quiet = true;
         } else {
             return tg_cli_unknown(&a, arg);
         }
@@ -624,6 +634,8 @@ static int evaluate(eval_run *E)
     E->true_ = malloc(sizeof *E->true_ * (size_t)(W * per));
     E->by_step = malloc(sizeof *E->by_step * (size_t)E->m.pred_len);
     if (!E->pred || !E->true_ || !E->by_step) return tg_cli_fail(CMD, "out of memory");
+    tg_cli_progress_start(&E->progress);
+    E->m.progress = &E->progress;
     if (tg_tl_evaluate(CMD, "evaluation", &E->m, &E->td.test, &E->test, E->pred)) return 1;
     make_truth(E);
     if (tg_tl_tsl_metrics(CMD, E->pred, E->true_, W, E->m.pred_len, E->m.cols, &E->tsl,
@@ -639,7 +651,7 @@ static int evaluate(eval_run *E)
 
 static int run(int argc, char **argv)
 {
-    eval_run E = {0};
+    eval_run E = {.progress = TG_CLI_PROGRESS_DEFAULT};
     tg_checkpoint_init(&E.ck);
     if (!(E.cfg = tg_config_new())) return tg_cli_fail(CMD, "out of memory");
     int rc = parse_args(&E, argc, argv);
@@ -663,7 +675,8 @@ const tg_cli_cmd tg_cmd_eval = {
         "                   [--predictions FILE.npy] [--truth FILE.npy] [--inverse]\n"
         "                   [--metrics FILE.csv|FILE.npy] [--plot FILE.svg\n"
         "                   [--plot-windows I,J,...] [--plot-channel C]]\n"
-        "                   [--horizon-plot FILE.svg] [--threads N]\n\n"
+        "                   [--horizon-plot FILE.svg] [--threads N]\n"
+        "                   [--progress-every SECONDS] [--quiet]\n\n"
         "Rebuilds the model a checkpoint of `tgraph train` was trained with (model,\n"
         "config, batch size from its metadata), loads its weights and runs every test\n"
         "window. It prints Time-Series-Library's metrics (mae, mse, rmse, mape, mspe,\n"

@@ -370,6 +370,12 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
             return 1;
         }
         if (pred) memcpy(pred + start * per, p, (size_t)(n * per) * sizeof *p);
+        if (m->progress && tg_cli_progress_due(m->progress)) {
+            fprintf(stderr, "progress: %s %lld/%lld windows, %.1fs\n", what,
+                    (long long)(start + n), (long long)w->count,
+                    tg_cli_progress_elapsed(m->progress));
+            fflush(stderr);
+        }
     }
     double cnt = (double)w->count * (double)(m->target_only ? m->pred_len : per);
     out->mse = se / cnt;

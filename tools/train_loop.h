@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "progress.h"
 #include "dataset.h"
 #include "tgraph.h"
 
@@ -82,6 +83,8 @@ typedef struct tg_tl_model {
     /* --features MS: the loss and the metrics take channel `target` only */
     bool        target_only;
     int64_t     target;
+    /* optional: tg_tl_evaluate writes a progress line when one is due */
+    tg_cli_progress *progress;
 } tg_tl_model;
 
 /* Create `name` from cfg with enc_in = cols and B = batch (set when the
