@@ -32,3 +32,9 @@ tg_node *tg_gelu(tg_graph *g, tg_node *x, tg_gelu_approx approx);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__activation_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(activation)
+#endif

@@ -64,3 +64,9 @@ tg_node *tg_index_select(tg_graph *g, tg_node *x, int64_t dim, tg_node *index);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__concat_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(concat)
+#endif

@@ -51,3 +51,9 @@ tg_node *tg_cross_entropy(tg_graph *g, tg_node *input, tg_node *target, tg_node 
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__crossentropy_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(crossentropy)
+#endif

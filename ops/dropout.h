@@ -29,3 +29,9 @@ tg_node *tg_dropout(tg_graph *g, tg_node *x, double p);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__dropout_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(dropout)
+#endif

@@ -96,3 +96,9 @@ int64_t tg_einops_axis_len(const tg_node *n, const char *name);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__einops_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(einops)
+#endif

@@ -39,3 +39,9 @@ tg_node *tg_einsum(tg_graph *g, const char *equation, int n, tg_node *const *ope
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__einsum_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(einsum)
+#endif

@@ -29,3 +29,9 @@ tg_node *tg_embedding(tg_graph *g, tg_node *input, tg_node *weight, int64_t padd
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__embedding_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(embedding)
+#endif

@@ -35,3 +35,9 @@ tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *norma
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__layernorm_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(layernorm)
+#endif

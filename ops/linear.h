@@ -19,3 +19,9 @@ tg_node *tg_linear(tg_graph *g, tg_node *x, tg_node *weight, tg_node *bias);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__linear_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(linear)
+#endif

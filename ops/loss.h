@@ -32,3 +32,9 @@ tg_node *tg_mse_loss(tg_graph *g, tg_node *input, tg_node *target, tg_reduction 
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__loss_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(loss)
+#endif

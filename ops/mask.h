@@ -43,3 +43,9 @@ tg_node *tg_causal_mask(tg_graph *g, int64_t B, int64_t L);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__mask_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(mask)
+#endif

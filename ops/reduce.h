@@ -22,3 +22,9 @@ tg_node *tg_mean(tg_graph *g, tg_node *x, const int64_t *dims, int n_dims, bool 
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__reduce_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(reduce)
+#endif

@@ -1,8 +1,9 @@
 /*
- * registry.c - the one list of op families (ops/registry.h): each family's
+ * registry.c - the op registry (ops/registry.h) over the op families: each family's
  * rows live after its builders in its own op file, as `tg__FAMILY_ops[]`
  * ended by a {0} row; the order here is the order of `tgraph op --help` and
- * of the man page. Adding an op family is one X() line here.
+ * of the man page. The list is ops/ops.h: adding an op family is one
+ * #include line there.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,35 +11,16 @@
 #include "internal.h"
 #include "registry_internal.h"
 
-#define TG_OP_FAMILIES \
-    X(einsum)          \
-    X(softmax)         \
-    X(sdpa)            \
-    X(topk)            \
-    X(scatter)         \
-    X(einops)          \
-    X(linear)          \
-    X(layernorm)       \
-    X(activation)      \
-    X(dropout)         \
-    X(mask)            \
-    X(loss)            \
-    X(crossentropy)    \
-    X(concat)          \
-    X(elementwise)     \
-    X(reduce)          \
-    X(shape)           \
-    X(embedding)       \
-    /* one X(family) line per op family, above this one */
-
-#define X(family) extern const tg_op_def tg__##family##_ops[];
-TG_OP_FAMILIES
-#undef X
+/* The families' rows, in ops/ops.h's order: each family header ends with
+ * TG__OP_FAMILY(name) when it is defined. */
+#define TG__OP_FAMILY(family) extern const tg_op_def tg__##family##_ops[];
+#include "ops.h"
+#undef TG__OP_FAMILY
 
 static const tg_op_def *const families[] = {
-#define X(family) tg__##family##_ops,
-    TG_OP_FAMILIES
-#undef X
+#define TG__OP_FAMILY(family) tg__##family##_ops,
+#include "ops.h"
+#undef TG__OP_FAMILY
 };
 #define N_FAMILIES (int)(sizeof families / sizeof *families)
 

@@ -4,7 +4,7 @@
  * defaults, one line of doc each), its tensor inputs in PyTorch's positional
  * order with their dtypes, its outputs, whether it has a gradient, and a glue
  * function that calls the builder. Each op family declares its ops once, after
- * its builders, in its own file in ops/; ops/registry.c lists the families.
+ * its builders, in its own file in ops/; ops/ops.h lists the families.
  * `tgraph op`, its help, the man page's op list, `tgraph gradcheck OP` and the
  * op-completeness test (tests/test_registry.c) all read it; a C program can
  * call any op by name through it too:
@@ -23,8 +23,9 @@
  * Adding an op: its builder, and after it in the same file a row
  * `{"name", "torch.name(...)", {attrs}, ...}` in the family's array
  * (`const tg_op_def tg__FAMILY_ops[]`, ended by {0}) with its glue, its
- * descriptor, a gradcheck and a bad-input case; a new family is one
- * X(FAMILY) line in ops/registry.c. Its PyTorch fixture goes to
+ * descriptor, a gradcheck and a bad-input case; a new family is its files
+ * (ops/FAMILY.c, ops/FAMILY.h ending with its TG__OP_FAMILY(FAMILY) line)
+ * and one #include "FAMILY.h" line in ops/ops.h. Its PyTorch fixture goes to
  * tests/fixtures/ops/NAME/ (see tests/test_registry.c).
  */
 #ifndef TG_REGISTRY_H
@@ -135,7 +136,7 @@ struct tg_op_call {
     tg_axis_len      axes[TG_OP_MAX_AXES];    /* einops axis lengths (names owned) */
 };
 
-/* The registry, in the order of ops/registry.c's families. */
+/* The registry, in the order of ops/ops.h's families. */
 int              tg_op_count(void);
 const tg_op_def *tg_op_at(int i);
 const tg_op_def *tg_op_find(const char *name);   /* NULL if unknown ("concat" = "cat") */

@@ -72,3 +72,9 @@ tg_node *tg_scatter_add(tg_graph *g, tg_node *x, int dim, tg_node *index, tg_nod
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__scatter_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(scatter)
+#endif

@@ -40,3 +40,9 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__sdpa_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(sdpa)
+#endif

@@ -25,3 +25,9 @@ tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__shape_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(shape)
+#endif

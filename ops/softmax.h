@@ -40,3 +40,9 @@ tg_node *tg_softmax_scaled(tg_graph *g, tg_node *x, int dim, double scale);
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__softmax_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(softmax)
+#endif

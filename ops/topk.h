@@ -48,3 +48,9 @@ tg_node *tg_topk(tg_graph *g, tg_node *x, int64_t k, int dim, bool largest, bool
 }
 #endif
 #endif
+
+/* This family's line of the op registry (ops/ops.h is the list; ops/registry.c
+ * reads it with TG__OP_FAMILY defined): its rows are tg__topk_ops[]. */
+#ifdef TG__OP_FAMILY
+TG__OP_FAMILY(topk)
+#endif

@@ -64,12 +64,14 @@ cat "$dir"/*.h | awk -v allow="$allow" '
 function fail(msg) { print "gen_null_calls.sh: " msg > "/dev/stderr"; failed = 1; exit 1 }
 function trim(s) { gsub(/^[ \t]+|[ \t]+$/, "", s); return s }
 
-# ---- reading: drop the preprocessor and the C++ guard, keep the rest as one text ----
+# ---- reading: drop the preprocessor, the C++ guard and the op families registry
+# lines (ops/ops.h), keep the rest as one text ----
+
 BEGIN { text = ""; cxx = 0; cont = 0 }
 {
     line = $0
     if (cont) { cont = (line ~ /\\$/); next }
-    if (line ~ /^[ \t]*#[ \t]*ifdef[ \t]+__cplusplus/) { cxx = 1; next }
+    if (line ~ /^[ \t]*#[ \t]*ifdef[ \t]+(__cplusplus|TG__OP_FAMILY)/) { cxx = 1; next }
     if (cxx) { if (line ~ /^[ \t]*#[ \t]*endif/) cxx = 0; next }
     if (line ~ /^[ \t]*#/) { cont = (line ~ /\\$/); next }
     text = text line "\n"
