@@ -2,7 +2,8 @@
  * test_dataset.c - the CSV reader (good files and every error case with its
  * message), splits in rows and ratios, the ETT protocol borders, the
  * StandardScaler against numpy, windows and batches, shuffling, the
- * synthetic series.
+ * synthetic series; dates (the forms read, the frequency inferred, bad dates
+ * named by line and value).
  */
 #include <math.h>
 #include <string.h>
@@ -302,4 +303,110 @@ Test(dataset, synthetic_is_deterministic_and_seasonal)
     tg_dataset_free(a);
     tg_dataset_free(b);
     tg_dataset_free(c);
+}
+
+/* ---- dates ---- */
+
+Test(dates, every_form_parses_and_formats_back)
+{
+    static const char *const forms[] = {"2016-07-01", "2016-07-01 13:05", "2016-07-01 13:05:09",
+                                        "2016-07-01T13:05", "2016-07-01T13:05:09"};
+    static const int64_t want[] = {1467331200, 1467378300, 1467378309, 1467378300, 1467378309};
+    for (int i = 0; i < 5; i++) {
+        int64_t t;
+        tg_date_style st;
+        cr_assert_eq(tg_date_parse(forms[i], &t, &st), TG_OK, "%s: %s", forms[i],
+                     tg_last_error());
+        cr_assert_eq(t, want[i], "%s", forms[i]);
+        cr_assert_eq((int)st, i);
+        char buf[32];
+        cr_assert_str_eq(tg_date_format(t, st, buf, sizeof buf), forms[i]);
+    }
+    int64_t t;
+    cr_assert_eq(tg_date_parse("2016-02-29 23:00:00", &t, NULL), TG_OK);   /* leap day */
+    char buf[32];
+    cr_assert_str_eq(tg_date_format(t + 3600, TG_DATE_YMD_HMS, buf, sizeof buf),
+                     "2016-03-01 00:00:00");
+    cr_assert_eq(tg_date_parse("1969-12-31", &t, NULL), TG_OK);
+    cr_assert_eq(t, -86400);
+    cr_assert_str_eq(tg_date_format(t + 60, TG_DATE_YMD, buf, sizeof buf), "1969-12-31 00:01:00");
+    const char *bad[] = {"2015-02-29", "2016-13-01", "2016-07-01 24:00:00", "2016-07-01 10:60",
+                         "2016-07-01 10", "2016-7-1", "2016-07-01x", "2016-07-01 10:00:00Z", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(tg_date_parse(bad[i], &t, NULL), TG_ERR_FORMAT, "%s", bad[i]);
+        tt_assert_last_error("is not a date");
+    }
+    cr_assert_str_eq(tg_date_freq_name(3600, buf, sizeof buf), "1h");
+    cr_assert_str_eq(tg_date_freq_name(900, buf, sizeof buf), "15min");
+    cr_assert_str_eq(tg_date_freq_name(86400, buf, sizeof buf), "1d");
+    cr_assert_str_eq(tg_date_freq_name(90, buf, sizeof buf), "90s");
+}
+
+Test(dates, csv_date_column_and_frequency)
+{
+    /* hourly with one 2-hour gap: the most common step wins */
+    tg_dataset *d = parse("date,a,OT\n2016-07-01 00:00:00,1,2\n2016-07-01 01:00:00,3,4\n"
+                          "2016-07-01 03:00:00,5,6\n2016-07-01 04:00:00,7,8\n");
+    cr_assert_eq(d->cols, 2);
+    cr_assert_str_eq(d->names[0], "a");
+    cr_assert_str_eq(d->date_name, "date");
+    cr_assert_not_null(d->time);
+    cr_assert_eq(d->time[0], 1467331200);
+    cr_assert_eq(d->time[3], 1467331200 + 4 * 3600);
+    cr_assert_eq(d->freq, 3600);
+    cr_assert_eq(d->date_style, TG_DATE_YMD_HMS);
+    tg_dataset_free(d);
+    /* ETTm1: 15 minutes, ISO form */
+    d = parse("when,x\n2016-07-01T00:00,1\n2016-07-01T00:15,2\n2016-07-01T00:30,3\n");
+    cr_assert_eq(d->freq, 900);
+    cr_assert_eq(d->date_style, TG_DATE_ISO_HM);
+    cr_assert_str_eq(d->date_name, "when");
+    tg_dataset_free(d);
+    /* daily, date only */
+    d = parse("day,x\n2020-01-30,1\n2020-01-31,2\n2020-02-01,3\n");
+    cr_assert_eq(d->freq, 86400);
+    tg_dataset_free(d);
+    /* no date column; a first column of names (not dates) is skipped, no times */
+    d = parse("a,b\n1,2\n3,4\n");
+    cr_assert_null(d->time);
+    cr_assert_null(d->date_name);
+    cr_assert_eq(d->freq, 0);
+    tg_dataset_free(d);
+    d = parse("id,b\nx1,2\nx2,4\n");
+    cr_assert_null(d->time);
+    cr_assert_eq(d->cols, 1);
+    tg_dataset_free(d);
+}
+
+Test(dates, bad_dates_are_named_by_line_and_value)
+{
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 25:00:00,2\n",
+                "t.csv:3: column 1 ('date'): '2016-07-01 25:00:00' is not a date");
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 01:00:00,2\nsoon,3\n",
+                "t.csv:4: column 1 ('date'): 'soon' is not a date");
+    parse_fails("date,a\n2016-07-01 00:00:00,1\n2016-07-01 01:00,2\n",
+                "t.csv:3: column 1 ('date'): '2016-07-01 01:00' is not written like the first "
+                "row's date (2016-07-01 00:00:00)");
+    /* out of order: read (predict refuses such rows), the frequency from forward steps */
+    tg_dataset *d = parse("date,a\n2016-07-01 01:00:00,1\n2016-07-01 00:00:00,2\n"
+                          "2016-07-01 00:30:00,3\n");
+    cr_assert_eq(d->time[1], 1467331200);
+    cr_assert_eq(d->freq, 1800);
+    tg_dataset_free(d);
+}
+
+Test(dates, keep_column_for_univariate_data)
+{
+    tg_dataset *d = parse("date,a,b,OT\n2016-07-01,1,2,3\n2016-07-02,4,5,6\n");
+    cr_assert_eq(tg_dataset_find_column(d, "OT"), 2);
+    cr_assert_eq(tg_dataset_find_column(d, "zz"), -1);
+    cr_assert_eq(tg_dataset_keep_column(d, 2), TG_OK);
+    cr_assert_eq(d->cols, 1);
+    cr_assert_str_eq(d->names[0], "OT");
+    cr_assert_eq(d->data[0], 3.0);
+    cr_assert_eq(d->data[1], 6.0);
+    char buf[96];
+    cr_assert_str_eq(tg_dataset_column_name(d, 0, buf, sizeof buf), "t.csv: column 4 ('OT')");
+    cr_assert_eq(tg_dataset_keep_column(d, 1), TG_ERR_INVALID);
+    tg_dataset_free(d);
 }

@@ -77,20 +77,6 @@ static tg_tensor *load_npy(const char *name)
     return t;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void assert_rel(double got, double want, double rel, const char *what)
 {
     cr_assert(fabs(got - want) <= rel * fabs(want) + 1e-12, "%s: %.9g vs %.9g", what, got, want);
@@ -173,7 +159,7 @@ Test(eval, metrics_agree_with_pred_and_true)
     cr_assert_eq(sscanf(strstr(out_text, "\ntest mse="), "\ntest mse=%lf", &mse), 1);
     cr_assert(fabs(mse - want[1]) < 6e-5, "%g vs %g", mse, want[1]);
     /* the CSV: header, 'all', then one row per horizon step */
-    char *csv = slurp(tt_path("m.csv"));
+    char *csv = tt_slurp(tt_path("m.csv"), NULL);
     cr_assert(!strncmp(csv, "horizon,mae,mse,rmse,mape,mspe\nall,", 35), "%s", csv);
     char *row = strchr(csv, '\n') + 1;
     cr_assert_eq(sscanf(row, "all,%lf,%lf,%lf,%lf,%lf", &got[0], &got[1], &got[2], &got[3],
@@ -218,7 +204,7 @@ Test(eval, zero_truth_makes_mape_and_mspe_inf)
     cr_assert(strstr(out_text, "(84 truth values are 0: mape and mspe divide by them"), "%s",
               out_text);
     cr_assert(strstr(out_text, "mape=inf mspe=inf"), "%s", out_text);
-    char *csv = slurp(tt_path("m.csv"));
+    char *csv = tt_slurp(tt_path("m.csv"), NULL);
     double v[5];
     cr_assert_eq(sscanf(strchr(csv, '\n') + 1, "all,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2],
                         &v[3], &v[4]), 5, "%s", csv);
@@ -305,7 +291,7 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"))), 0, "%s",
                  err_text);
     cr_assert(strstr(out_text, "plot of 4 windows, channel 2 'OT' -> "), "%s", out_text);
-    char *s = slurp(tt_path("f.svg"));
+    char *s = tt_slurp(tt_path("f.svg"), NULL);
     assert_well_formed_svg(s);
     cr_assert_eq(count(s, "<g class=\"panel\">"), 4);
     int pts[8];
@@ -333,7 +319,7 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
     /* chosen windows and channel, by name and by index */
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("g.svg"),
                               "--plot-windows", "3,17", "--plot-channel", "b")), 0, "%s", err_text);
-    s = slurp(tt_path("g.svg"));
+    s = tt_slurp(tt_path("g.svg"), NULL);
     assert_well_formed_svg(s);
     cr_assert_eq(count(s, "<g class=\"panel\">"), 2);
     cr_assert(strstr(s, "test window 3, channel 1 'b': rows 91-98 in, 99-102 forecast"), "%s", s);
@@ -341,7 +327,7 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
     free(s);
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("g.svg"),
                               "--plot-windows", "5", "--plot-channel", "0")), 0, "%s", err_text);
-    s = slurp(tt_path("g.svg"));
+    s = tt_slurp(tt_path("g.svg"), NULL);
     cr_assert(strstr(s, "test window 5, channel 0 'a'"), "%s", s);
     free(s);
 }
@@ -360,7 +346,7 @@ Test(eval, forecast_plot_has_dates_on_dated_data)
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"),
                               "--plot-windows", "0,13", "--horizon-plot", tt_path("h.svg"))),
                  0, "%s", err_text);
-    char *s = slurp(tt_path("f.svg"));
+    char *s = tt_slurp(tt_path("f.svg"), NULL);
     assert_well_formed_svg(s);
     /* window 0: input rows 88-95 (2020-01-04 16:00 to 23:00), forecast 96-99
      * (2020-01-05 00:00 to 03:00); 11 hours: a tick every 3 hours */
@@ -375,7 +361,7 @@ Test(eval, forecast_plot_has_dates_on_dated_data)
     cr_assert_eq(count(s, ">date (every 1h)</text>"), 2);
     cr_assert_null(strstr(s, "rows 88-95 in"), "no row-number title");
     free(s);
-    s = slurp(tt_path("h.svg"));
+    s = tt_slurp(tt_path("h.svg"), NULL);
     assert_well_formed_svg(s);
     cr_assert(strstr(s, ">hours ahead</text>"), "%s", s);
     free(s);
@@ -387,14 +373,14 @@ Test(eval, plots_of_15_minute_data)
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--plot", tt_path("f.svg"),
                               "--plot-windows", "20", "--horizon-plot", tt_path("h.svg"))),
                  0, "%s", err_text);
-    char *s = slurp(tt_path("f.svg"));
+    char *s = tt_slurp(tt_path("f.svg"), NULL);
     /* window 20: rows 108-119, 2020-01-02 03:00 to 05:45; 165 min: hourly ticks */
     cr_assert(strstr(s, ">test window 20, 'OT': forecast from 2020-01-02 05:00 (rows 116-119)<"),
               "%s", s);
     assert_ticks(s, 0, (const char *const[]){"01-02 03h", "01-02 04h", "01-02 05h"}, 3);
     cr_assert(strstr(s, ">date (every 15min)</text>"));
     free(s);
-    s = slurp(tt_path("h.svg"));
+    s = tt_slurp(tt_path("h.svg"), NULL);
     cr_assert(strstr(s, ">steps ahead (15min)</text>"), "%s", s);
     free(s);
 }
@@ -404,7 +390,7 @@ Test(eval, horizon_plot_has_one_point_per_step)
     const char *ck = train_tiny(false);
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--horizon-plot", tt_path("h.svg"))), 0,
                  "%s", err_text);
-    char *s = slurp(tt_path("h.svg"));
+    char *s = tt_slurp(tt_path("h.svg"), NULL);
     assert_well_formed_svg(s);
     int pts[2];
     cr_assert_eq(series_points(s, "MSE", pts, 2), 1);

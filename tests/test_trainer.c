@@ -5,7 +5,8 @@
  * last checkpoints are written; a stop request stops between steps leaving
  * the last epoch's checkpoint complete, and resuming from it gives the
  * parameters of the uninterrupted run bit for bit; bad settings get errors
- * naming the field; the progress callback sees every step and epoch.
+ * naming the field; the progress callback sees every step and epoch;
+ * max_steps ends a run, and a mid-epoch stop resumes to the same bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ typedef struct lin {
     double     fixed_metric;          /* > 0: validate returns it (no improvement) */
     int64_t    n_step, n_validated, n_epoch, last_k;
     int64_t    bad_order;             /* progress events out of order */
+    int64_t    steps_seen, total_steps, bad;   /* steps, the totals progress saw; bad totals */
 } lin;
 
 static const float true_w[FEAT] = {1.0f, -2.0f, 0.5f, 3.0f};
@@ -59,7 +61,8 @@ static void make_data(lin *l)
     }
 }
 
-static void lin_init(lin *l, double lr)
+/* dropout p > 0 after the linear layer: the graph's RNG matters to the bits */
+static void lin_init_drop(lin *l, double lr, double p)
 {
     memset(l, 0, sizeof *l);
     l->stop_epoch = -1;
@@ -74,11 +77,14 @@ static void lin_init(lin *l, double lr)
     l->x = tg_input(l->g, "x", TG_F32, 2, (int64_t[]){BATCH, FEAT});
     l->y = tg_input(l->g, "y", TG_F32, 2, (int64_t[]){BATCH, 1});
     l->pred = tg_linear(l->g, l->x, tg_param_node(l->g, l->w), tg_param_node(l->g, l->b));
-    l->loss = tg_mse_loss(l->g, l->pred, l->y, TG_REDUCTION_MEAN);
+    tg_node *h = p > 0 ? tg_dropout(l->g, l->pred, p) : l->pred;
+    l->loss = tg_mse_loss(l->g, h, l->y, TG_REDUCTION_MEAN);
     cr_assert_null(tg_graph_error(l->g), "%s", tg_graph_error(l->g));
     l->opt = tg_optim_new(l->ps, &(tg_optim_config){.kind = TG_OPTIM_ADAM, .lr = lr});
     cr_assert_not_null(l->opt);
 }
+
+static void lin_init(lin *l, double lr) { lin_init_drop(l, lr, 0); }
 
 static void lin_free(lin *l)
 {
@@ -128,6 +134,11 @@ static tg_status progress(void *user, const tg_trainer_progress *p)
     lin *l = user;
     if (p->event == TG_TRAINER_EVENT_STEP) {
         l->n_step++;
+        l->steps_seen++;
+        l->total_steps = p->total_steps;
+        if (p->call_steps != l->steps_seen || p->call_seconds < 0 || p->epoch_seconds < 0 ||
+            p->epoch_seconds > p->call_seconds + 1e-9)
+            l->bad++;
         l->last_k = p->k;
         if (p->step != (p->epoch - 1) * p->steps_per_epoch + p->k) l->bad_order++;
     } else if (p->event == TG_TRAINER_EVENT_VALIDATED) {
@@ -414,3 +425,116 @@ Test(trainer, numeric_and_save_failures)
     tg_trainer_clear(&t);
     lin_free(&l);
 }
+
+/* ---- max_steps: the run ends there; a mid-epoch stop saves a checkpoint that
+ * resumes to the bits of the uninterrupted run (from the file, and in the
+ * same process); the progress callback's totals ---- */
+
+static void trainer_steps_for(tg_trainer *t, lin *l, int64_t max_steps, const char *last)
+{
+    trainer_for(t, l, 5);
+    t->max_steps = max_steps;
+    t->last_path = last;
+    tg_trainer_seed(t, 5);
+}
+
+static void assert_same_state(const lin *a, const tg_trainer *ta, const lin *b,
+                              const tg_trainer *tb)
+{
+    cr_assert_arr_eq(a->w->value.data, b->w->value.data, FEAT * sizeof(float));
+    cr_assert_arr_eq(a->b->value.data, b->b->value.data, sizeof(float));
+    cr_assert_eq(ta->state.step, tb->state.step);
+    cr_assert_eq(ta->state.epoch, tb->state.epoch);
+    cr_assert_eq(ta->state.history_rows, tb->state.history_rows);
+    for (int64_t i = 0; i < ta->state.history_rows * TG_CKPT_HISTORY_COLS; i++)
+        if (i % TG_CKPT_HISTORY_COLS != 5)   /* not the seconds */
+            cr_assert_eq(ta->state.history[i], tb->state.history[i], "history value %lld",
+                         (long long)i);
+}
+
+TestSuite(trainer_steps);
+
+Test(trainer_steps, max_steps_mid_epoch_resumes_to_the_uninterrupted_bits)
+{
+    lin s, a, b;
+    tg_trainer ts, ta, tb;
+    /* straight: 5 epochs of 4 steps */
+    lin_init_drop(&s, 0.05, 0.2);
+    trainer_steps_for(&ts, &s, 0, NULL);
+    cr_assert_eq(tg_trainer_run(&ts), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(ts.end, TG_TRAINER_DONE);
+    cr_assert_eq(ts.state.step, 20);
+    cr_assert_eq(s.total_steps, 20);
+
+    /* 6 steps: epoch 1 and two steps of epoch 2, saved there */
+    const char *ck = tt_path("last.safetensors");
+    lin_init_drop(&a, 0.05, 0.2);
+    trainer_steps_for(&ta, &a, 6, ck);
+    cr_assert_eq(tg_trainer_run(&ta), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(ta.end, TG_TRAINER_MAX_STEPS);
+    cr_assert_eq(ta.state.step, 6);
+    cr_assert_eq(ta.state.epoch, 1);
+    cr_assert_eq(ta.state.history_rows, 1);
+    cr_assert_eq(a.steps_seen, 6);
+    cr_assert_eq(a.total_steps, 6);
+    cr_assert_eq(a.bad, 0);
+
+    /* from the file, into a fresh model: the rest of the run */
+    tg_checkpoint c;
+    tg_checkpoint_init(&c);
+    cr_assert_eq(tg_checkpoint_read(ck, &c), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(tg_checkpoint_meta(&c, "trainer.epoch_step"), "2");
+    lin_init_drop(&b, 0.05, 0.2);
+    trainer_steps_for(&tb, &b, 0, NULL);
+    cr_assert_eq(tg_trainer_resume(&tb, &c), TG_OK, "%s", tg_last_error());
+    tg_checkpoint_clear(&c);
+    cr_assert_eq(tb.resume_k, 2);
+    cr_assert_eq(tg_trainer_run(&tb), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tb.end, TG_TRAINER_DONE);
+    cr_assert_eq(b.steps_seen, 14);
+    assert_same_state(&s, &ts, &b, &tb);
+
+    /* in the same process: a larger max_steps goes on (11 = mid-epoch again) */
+    ta.max_steps = 11;
+    cr_assert_eq(tg_trainer_run(&ta), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(ta.end, TG_TRAINER_MAX_STEPS);
+    cr_assert_eq(ta.state.step, 11);
+    ta.max_steps = 0;
+    cr_assert_eq(tg_trainer_run(&ta), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(ta.end, TG_TRAINER_DONE);
+    assert_same_state(&s, &ts, &a, &ta);
+
+    tg_trainer_clear(&ts);
+    tg_trainer_clear(&ta);
+    tg_trainer_clear(&tb);
+    lin_free(&s);
+    lin_free(&a);
+    lin_free(&b);
+}
+
+Test(trainer_steps, max_steps_at_an_epoch_end_and_bad_values)
+{
+    lin l;
+    tg_trainer t;
+    lin_init_drop(&l, 0.05, 0.2);
+    trainer_steps_for(&t, &l, 8, NULL);
+    cr_assert_eq(tg_trainer_run(&t), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(t.end, TG_TRAINER_MAX_STEPS);
+    cr_assert_eq(t.state.epoch, 2);
+    cr_assert_eq(t.state.step, 8);
+    cr_assert_eq(t.resume_k, 0);
+    /* already there: nothing more */
+    cr_assert_eq(tg_trainer_run(&t), TG_OK);
+    cr_assert_eq(t.end, TG_TRAINER_MAX_STEPS);
+    cr_assert_eq(t.state.step, 8);
+    t.max_steps = -1;
+    cr_assert_eq(tg_trainer_run(&t), TG_ERR_INVALID);
+    cr_assert(strstr(tg_last_error(), "max_steps must be >= 0"), "%s", tg_last_error());
+    t.max_steps = 0;
+    t.resume_k = 4;
+    cr_assert_eq(tg_trainer_run(&t), TG_ERR_INVALID);
+    cr_assert(strstr(tg_last_error(), "resume_k"), "%s", tg_last_error());
+    tg_trainer_clear(&t);
+    lin_free(&l);
+}
+

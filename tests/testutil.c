@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,4 +336,37 @@ void tt_deadline(unsigned seconds)
     sigemptyset(&sa.sa_mask);
     cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0, "sigaction(SIGALRM)");
     alarm(seconds);
+}
+
+/* ---- files and the final line ---- */
+
+char *tt_slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0, "%s", path);
+    long len = ftell(f);
+    cr_assert_geq(len, 0, "%s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_SET), 0, "%s", path);
+    char *buf = malloc((size_t)len + 1);
+    cr_assert_not_null(buf);
+    size_t got = fread(buf, 1, (size_t)len, f);
+    fclose(f);
+    cr_assert_eq(got, (size_t)len, "short read of %s", path);
+    buf[got] = '\0';
+    if (n) *n = got;
+    return buf;
+}
+
+void tt_assert_final_line(const char *out)
+{
+    regex_t re;
+    cr_assert_eq(regcomp(&re, "\ntest mse=[0-9]+\\.[0-9]{4} mae=[0-9]+\\.[0-9]{4} \\| repeat-last "
+                              "mse=[0-9]+\\.[0-9]{4} \\| train-mean mse=[0-9]+\\.[0-9]{4}\n$",
+                         REG_EXTENDED), 0);
+    int rc = regexec(&re, out, 0, NULL, 0);
+    regfree(&re);
+    cr_assert_eq(rc, 0, "bad final line in:\n%s", out);
+    const char *last = strstr(out, "\ntest mse=");
+    cr_assert_null(strstr(last + 1, "\ntest mse="), "more than one final line in:\n%s", out);
 }

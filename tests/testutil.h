@@ -69,6 +69,13 @@ const char *tt_path(const char *name);
  * processes (tt_run_tool) do not inherit the alarm. */
 void tt_deadline(unsigned seconds);
 
+/* The whole file at path, NUL-terminated, malloc'd (free it); *n its length
+ * when n is not NULL. Fails the test if the file cannot be read. */
+char *tt_slurp(const char *path, size_t *n);
+/* out (a train or eval stdout) ends with exactly one final line
+ * "test mse=M mae=A | repeat-last mse=R | train-mean mse=T" (4 decimals). */
+void tt_assert_final_line(const char *out);
+
 /* ---- the tgraph program (build/tgraph or build-asan/tgraph, beside the test binary) ---- */
 
 /* A NULL-terminated argument list: tt_run_tool(TT_ARGS("bench", "tsa"), ...). */
