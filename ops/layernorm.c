@@ -10,9 +10,9 @@
  *
  * Reading order (engine/generic.h): builder, forward, backward, the
  * descriptor and registry row, then the portable kernels for float and
- * double at the end. F32 goes to the AVX2 versions of the three row loops
- * (ops/simd/vec_layernorm.c) when tg__vec_on(): the same passes, written for
- * float in the op proper (ln_vec_*); the portable kernels stay the reference
+ * double at the end. The passes take their three row functions from a table
+ * (ln_rows): the portable ones, or for F32 when tg__vec_on() the AVX2 rows
+ * of ops/simd/vec_layernorm.c; the portable rows stay the reference
  * (TG_NO_SIMD=1) and the F64 path.
  * Not here: RMSNorm, batch/group norm.
  */
@@ -35,10 +35,10 @@ typedef struct {
 } ln_attr;
 
 /* the portable kernels, float and double (end of this file) */
-TG_KERNEL_DECL(static void, ln_forward, (tg_node *n, int wi, int bi, double eps));
-TG_KERNEL_DECL(static void, ln_backward, (tg_node *n, int wi, int bi));
-TG_KERNEL_DECL(static void, ln_param_sums, (void *vdg, void *vdbeta, const double *acc_g,
-                                            int64_t blocks, int64_t N));
+/* rows: the row functions (ln_rows_f32 / _f64 below), NULL for the portable ones */
+TG_KERNEL_DECL(static void, ln_forward, (tg_node *n, int wi, int bi, double eps,
+                                         const void *rows));
+TG_KERNEL_DECL(static void, ln_backward, (tg_node *n, int wi, int bi, const void *rows));
 
 static const tg_op op_layer_norm;   /* the descriptor, after the backward */
 
@@ -111,126 +111,53 @@ tg_node *tg_layer_norm(tg_graph *g, tg_node *x, int n_norm, const int64_t *norma
     return n;
 }
 
-/* ---- forward ----
- * Float32 with the vector path on: the passes of the portable kernels, each
- * row through ops/simd/vec_layernorm.c (the same calls with the same
- * arguments, in the same order); otherwise the portable kernels below. */
+/* ---- forward and backward ----
+ * The passes are the portable kernels' (end of this file): rows in parallel,
+ * then the parameters' sums by fixed blocks of rows. Each row goes through a
+ * table of three row functions: the portable ones, or for float32 with the
+ * vector path on those of ops/simd/vec_layernorm.c (the same arithmetic
+ * order, so the same passes and partial sums). */
 
+/* The row functions of one type (T float or double). */
+#define LN_ROWS(T, name)                                                                     \
+    typedef struct {                                                                        \
+        /* y = (x - mean) * rstd * gamma + beta; the row's mean and rstd out */             \
+        void (*forward)(const T *x, T *y, const T *gamma, const T *beta, int64_t N,         \
+                        double eps, double *mean, double *rstd);                            \
+        /* dx (+)= rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma */           \
+        void (*backward)(const T *x, const T *dy, T *dx, const T *gamma, int64_t N,         \
+                         double mean, double rstd, bool fresh);                             \
+        /* acc_g[j] += dy[j] * xhat[j], acc_b[j] += dy[j] (double) */                       \
+        void (*param)(const T *x, const T *dy, double mean, double rstd, double *acc_g,     \
+                      double *acc_b, int64_t N);                                            \
+    } name
+LN_ROWS(float, ln_rows_f32);
+LN_ROWS(double, ln_rows_f64);
+
+/* The row functions for a node: NULL for the portable ones. */
+static const void *ln_rows(const tg_node *n)
+{
 #if TG_VEC
-typedef struct {
-    const float *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
-    float *y, *dx;                        /* [R, N] */
-    double *mean, *rstd;                  /* [R] */
-    double *acc_g;                        /* scratch: per row block, dgamma and dbeta sums
-                                           * [blocks, 2, N] (the parameter pass) */
-    int64_t R, N;
-    double eps;
-    bool fresh;                           /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
-} ln_vec_ctx;
-
-static void ln_vec_forward_rows(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ln_vec_ctx *c = vctx;
-    (void)tid;
-    for (int64_t r = begin; r < end; r++)
-        tg__vec_ln_row(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
-                       &c->mean[r], &c->rstd[r]);
-}
-
-static void ln_vec_forward(tg_node *n, int wi, int bi, double eps)
-{
-    const tg_tensor *x = &n->in[0]->value;
-    ln_vec_ctx c = {.x = x->data, .y = n->value.data,
-                    .gamma = wi >= 0 ? n->in[wi]->value.data : NULL,
-                    .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
-                    .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                    .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
-                    .eps = eps};
-    if (c.N == 0) return;
-    tg_parallel_for(c.R, 1 + 16384 / c.N, ln_vec_forward_rows, &c);
-}
+    static const ln_rows_f32 vec = {tg__vec_ln_row, tg__vec_ln_row_backward,
+                                    tg__vec_ln_param_row};
+    if (n->value.dtype == TG_F32 && tg__vec_on()) return &vec;
+#else
+    (void)n;
 #endif
+    return NULL;
+}
 
 static tg_status ln_forward(tg_node *n)
 {
     const ln_attr *a = n->attr;
-#if TG_VEC
-    if (n->value.dtype == TG_F32 && tg__vec_on()) {
-        ln_vec_forward(n, a->wi, a->bi, a->eps);
-        return TG_OK;
-    }
-#endif
-    TG_DISPATCH(n->value.dtype, ln_forward)(n, a->wi, a->bi, a->eps);
+    TG_DISPATCH(n->value.dtype, ln_forward)(n, a->wi, a->bi, a->eps, ln_rows(n));
     return TG_OK;
 }
-
-/* ---- backward ----
- * Float32 with the vector path on: as the forward, the portable passes with
- * ops/simd/vec_layernorm.c's rows, then the portable block-order sum. */
-
-#if TG_VEC
-static void ln_vec_backward_rows(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ln_vec_ctx *c = vctx;
-    (void)tid;
-    for (int64_t r = begin; r < end; r++)
-        tg__vec_ln_row_backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                                c->N, c->mean[r], c->rstd[r], c->fresh);
-}
-
-/* the portable ln_param_blocks, each row's sums by the vector kernel */
-static void ln_vec_param_blocks(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ln_vec_ctx *c = vctx;
-    const int64_t N = c->N;
-    (void)tid;
-    for (int64_t k = begin; k < end; k++) {
-        double *ag = c->acc_g + 2 * N * k, *ab = ag + N;
-        for (int64_t j = 0; j < N; j++) ag[j] = ab[j] = 0;
-        const int64_t r1 = (k + 1) * LN_PARAM_ROWS < c->R ? (k + 1) * LN_PARAM_ROWS : c->R;
-        for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
-            const float *x = c->x + r * N, *dy = c->dy + r * N;
-            double m = c->mean[r], rs = c->rstd[r];
-            /* the same double arithmetic, 4 columns at a time */
-            tg__vec_ln_param_row(x, dy, m, rs, ag, ab, N);
-        }
-    }
-}
-
-static void ln_vec_backward(tg_node *n, int wi, int bi)
-{
-    const tg_tensor *x = &n->in[0]->value;
-    tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
-    ln_vec_ctx c = {.x = x->data, .dy = n->grad.data,
-                    .gamma = w ? w->value.data : NULL,
-                    .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                    .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
-    if (c.N == 0) return;
-    if (n->in[0]->requires_grad) {
-        c.dx = n->in[0]->grad.data;
-        c.fresh = tg_grad_fresh(n, 0);
-        tg_parallel_for(c.R, 1 + 16384 / c.N, ln_vec_backward_rows, &c);
-    }
-    bool dw = w && w->requires_grad, db = b && b->requires_grad;
-    if (!dw && !db) return;
-    /* partial sums per block of rows, in parallel; then added up in block order */
-    const int64_t blocks = (c.R + LN_PARAM_ROWS - 1) / LN_PARAM_ROWS;
-    c.acc_g = tg_graph_scratch(n->graph);   /* [blocks, 2, N] */
-    tg_parallel_for(blocks, 1 + 65536 / (LN_PARAM_ROWS * c.N), ln_vec_param_blocks, &c);
-    ln_param_sums_f32(dw ? w->grad.data : NULL, db ? b->grad.data : NULL, c.acc_g, blocks, c.N);
-}
-#endif
 
 static tg_status ln_backward(tg_node *n)
 {
     const ln_attr *a = n->attr;
-#if TG_VEC
-    if (n->value.dtype == TG_F32 && tg__vec_on()) {
-        ln_vec_backward(n, a->wi, a->bi);
-        return TG_OK;
-    }
-#endif
-    TG_DISPATCH(n->value.dtype, ln_backward)(n, a->wi, a->bi);
+    TG_DISPATCH(n->value.dtype, ln_backward)(n, a->wi, a->bi, ln_rows(n));
     return TG_OK;
 }
 
@@ -329,6 +256,20 @@ static void TG_F(ln_row_backward)(const TG_T *x, const TG_T *dy, TG_T *dx, const
     }
 }
 
+/* one row's share of the parameter gradients (double):
+ *   acc_g[j] += dy[j] * xhat[j],  acc_b[j] += dy[j] */
+static void TG_F(ln_row_param)(const TG_T *x, const TG_T *dy, double m, double rs, double *ag,
+                               double *ab, int64_t N)
+{
+    for (int64_t j = 0; j < N; j++) {
+        ag[j] += (double)dy[j] * (((double)x[j] - m) * rs);
+        ab[j] += dy[j];
+    }
+}
+
+static const TG_F(ln_rows) TG_F(ln_portable_rows) = {TG_F(ln_row_forward), TG_F(ln_row_backward),
+                                                     TG_F(ln_row_param)};
+
 typedef struct TG_F(ln_ctx) {
     tg_node *n;
     const TG_T *x, *gamma, *beta, *dy;   /* x, dy [R, N]; gamma, beta [N] or NULL */
@@ -339,6 +280,7 @@ typedef struct TG_F(ln_ctx) {
     int64_t R, N;
     double eps;
     bool fresh;                          /* backward: dx = 0 + ..., not read (tg_grad_fresh) */
+    const TG_F(ln_rows) *rows;           /* the row functions */
 } TG_F(ln_ctx);
 
 static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
@@ -346,8 +288,8 @@ static void TG_F(ln_forward_rows)(void *vctx, int64_t begin, int64_t end, int ti
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
     for (int64_t r = begin; r < end; r++)
-        TG_F(ln_row_forward)(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
-                             &c->mean[r], &c->rstd[r]);
+        c->rows->forward(c->x + r * c->N, c->y + r * c->N, c->gamma, c->beta, c->N, c->eps,
+                         &c->mean[r], &c->rstd[r]);
 }
 
 static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int tid)
@@ -355,8 +297,8 @@ static void TG_F(ln_backward_rows)(void *vctx, int64_t begin, int64_t end, int t
     const TG_F(ln_ctx) *c = vctx;
     (void)tid;
     for (int64_t r = begin; r < end; r++)
-        TG_F(ln_row_backward)(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma,
-                              c->N, c->mean[r], c->rstd[r], c->fresh);
+        c->rows->backward(c->x + r * c->N, c->dy + r * c->N, c->dx + r * c->N, c->gamma, c->N,
+                          c->mean[r], c->rstd[r], c->fresh);
 }
 
 /* Row block k (LN_PARAM_ROWS rows) of the parameter gradients' sums, into its
@@ -375,17 +317,14 @@ static void TG_F(ln_param_blocks)(void *vctx, int64_t begin, int64_t end, int ti
         for (int64_t r = k * LN_PARAM_ROWS; r < r1; r++) {
             const TG_T *x = c->x + r * N, *dy = c->dy + r * N;
             double m = c->mean[r], rs = c->rstd[r];
-            for (int64_t j = 0; j < N; j++) {
-                ag[j] += (double)dy[j] * (((double)x[j] - m) * rs);
-                ab[j] += dy[j];
-            }
+            c->rows->param(x, dy, m, rs, ag, ab, N);
         }
     }
 }
 
 /* The blocks' partial sums added up in block order (acc_g [blocks, 2, N]):
  *   dgamma[j] += sum_k acc_g[k, 0, j],  dbeta[j] += sum_k acc_g[k, 1, j]
- * (each NULL when not wanted); the vector path of the op proper uses it too. */
+ * (each NULL when not wanted). */
 static void TG_F(ln_param_sums)(void *vdg, void *vdbeta, const double *acc_g, int64_t blocks,
                                 int64_t N)
 {
@@ -401,7 +340,7 @@ static void TG_F(ln_param_sums)(void *vdg, void *vdbeta, const double *acc_g, in
     }
 }
 
-static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
+static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps, const void *rows)
 {
     const tg_tensor *x = &n->in[0]->value;
     TG_F(ln_ctx) c = {.n = n, .x = x->data, .y = n->value.data,
@@ -409,19 +348,20 @@ static void TG_F(ln_forward)(tg_node *n, int wi, int bi, double eps)
                       .beta = bi >= 0 ? n->in[bi]->value.data : NULL,
                       .mean = n->buf[0].data, .rstd = n->buf[1].data,
                       .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
-                      .eps = eps};
+                      .eps = eps, .rows = rows ? rows : &TG_F(ln_portable_rows)};
     if (c.N == 0) return;
     tg_parallel_for(c.R, 1 + 16384 / c.N, TG_F(ln_forward_rows), &c);
 }
 
-static void TG_F(ln_backward)(tg_node *n, int wi, int bi)
+static void TG_F(ln_backward)(tg_node *n, int wi, int bi, const void *rows)
 {
     const tg_tensor *x = &n->in[0]->value;
     tg_node *w = wi >= 0 ? n->in[wi] : NULL, *b = bi >= 0 ? n->in[bi] : NULL;
     TG_F(ln_ctx) c = {.n = n, .x = x->data, .dy = n->grad.data,
                       .gamma = w ? w->value.data : NULL,
                       .mean = n->buf[0].data, .rstd = n->buf[1].data,
-                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0};
+                      .R = n->buf[0].numel, .N = n->buf[0].numel ? x->numel / n->buf[0].numel : 0,
+                      .rows = rows ? rows : &TG_F(ln_portable_rows)};
     if (c.N == 0) return;
     if (n->in[0]->requires_grad) {
         c.dx = n->in[0]->grad.data;
