@@ -23,21 +23,17 @@ static void setup(void) { tt_deadline(60); }
 
 TestSuite(cli_aliases, .init = setup);
 
-/* The whole file in a new buffer (free with tg_free); its length in *n. */
-static char *slurp(const char *path, size_t *n)
-{
-    void *d = NULL;
-    cr_assert_eq(tg_read_file(path, 0, &d, n), TG_OK, "%s", tg_last_error());
-    return d;
-}
+/* The whole file, NUL-terminated (the .dot and .svg checks use strstr), in a
+ * new buffer (free with free); its length in *n. */
+static char *slurp(const char *path, size_t *n) { return tt_slurp(path, n); }
 
 static bool same_bytes(const char *a, const char *b)
 {
     size_t na, nb;
     char *x = slurp(a, &na), *y = slurp(b, &nb);
     bool same = na == nb && !memcmp(x, y, na);
-    tg_free(x);
-    tg_free(y);
+    free(x);
+    free(y);
     return same;
 }
 
@@ -222,7 +218,7 @@ Test(cli_aliases, bad_input_names_the_argument)
     cr_assert_not_null(f);
     cr_assert_eq(fwrite(data, 1, n, f), n);
     fclose(f);
-    tg_free(data);
+    free(data);
     char xin[100];
     snprintf(xin, sizeof xin, "x=%s", x);
     tt_expect_cli_error(TT_ARGS("run", "attention_layer", "--input", xin, "--out", y,
@@ -261,7 +257,7 @@ Test(cli_aliases, dot_svg_alone)
     cr_assert(n >= 7 && !memcmp(t + n - 7, "</svg>\n", 7), "%s", t + (n > 40 ? n - 40 : 0));
     cr_assert_eq(count(t, "<g "), count(t, "</g>"), "unbalanced groups");
     cr_assert_not_null(strstr(t, "time_attention"), "the diagram is of tsa");
-    tg_free(t);
+    free(t);
     /* nothing else in the directory: no .dot, no temporary file */
     DIR *dd = opendir(tt_tmpdir());
     cr_assert_not_null(dd);
@@ -299,10 +295,10 @@ Test(cli_aliases, dot_to_stdout)
     size_t sn;
     char *t = slurp(svg, &sn);
     cr_assert(sn > 7 && !memcmp(t + sn - 7, "</svg>\n", 7));
-    tg_free(t);
+    free(t);
 }
 
-/* The .dot text of `tgraph dot LAYER --depth D` (free with tg_free). */
+/* The .dot text of `tgraph dot LAYER --depth D` (free with free). */
 static char *dot_of(const char *layer, const char *depth)
 {
     char path[80];
@@ -323,11 +319,11 @@ Test(cli_aliases, dot_depth_counts_from_the_layer_modules)
     for (size_t i = 0; i < sizeof mods / sizeof *mods; i++)
         cr_assert_not_null(strstr(t, mods[i]), "no box %s", mods[i]);
     cr_assert_geq(count(t, "shape=box3d"), 6);
-    tg_free(t);
+    free(t);
     t = dot_of("attention_layer", "1");
     cr_assert_not_null(strstr(t, "label=\"inner_attention\\n(1 op)\""), "%s", t);
     cr_assert_eq(count(t, "shape=box3d"), 5);
-    tg_free(t);
+    free(t);
 }
 
 Test(cli_aliases, dot_draws_no_empty_box)
@@ -353,6 +349,6 @@ Test(cli_aliases, dot_draws_no_empty_box)
             cr_assert_not_null(strstr(t, decl), "edge to undeclared %s (depth %s)", dst,
                                depths[i]);
         }
-        tg_free(t);
+        free(t);
     }
 }
