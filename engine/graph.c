@@ -554,6 +554,18 @@ bool tg_graph_training(const tg_graph *g)
     return g->training;
 }
 
+void tg_graph_set_unfused(tg_graph *g, bool on)
+{
+    TG__NONNULL_VOID(g);
+    g->unfused = on;
+}
+
+bool tg_graph_unfused(const tg_graph *g)
+{
+    TG__NONNULL(g, false);
+    return g->unfused;
+}
+
 void tg_graph_seed(tg_graph *g, uint64_t seed)
 {
     TG__NONNULL_VOID(g);

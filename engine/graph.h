@@ -124,6 +124,15 @@ int         tg_node_scope(const tg_node *n);
 void tg_graph_set_training(tg_graph *g, bool training);
 bool tg_graph_training(const tg_graph *g);
 
+/* Unfused (off by default): a fused op's builder records the chain of ops it
+ * computes instead of its one node, inside a scope named after the op, so a
+ * diagram shows the steps (tgraph dot --unfuse). The chain is the unfused
+ * form the op documents (sdpa: einsum, masked_fill, softmax, dropout, einsum,
+ * as FullAttention records it when it returns the weights), with the same
+ * results and more memory. Set before building; nodes built earlier stay. */
+void tg_graph_set_unfused(tg_graph *g, bool on);
+bool tg_graph_unfused(const tg_graph *g);
+
 /* The graph's own RNG (dropout masks). Seeded with 0 at creation. */
 void    tg_graph_seed(tg_graph *g, uint64_t seed);
 tg_rng *tg_graph_rng(tg_graph *g);

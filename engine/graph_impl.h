@@ -34,6 +34,7 @@ struct tg_graph {
     bool       grad_enabled;   /* false: forward-only, values share memory by lifetime */
     bool       share_values;   /* with gradients: values go after the backward that reads them */
     bool       recompute;      /* with share_values: linear outputs recomputed too */
+    bool       unfused;        /* fused ops' builders record their chain of ops instead */
     tg_rng     rng;
 
     /* the plan (planner.c) */

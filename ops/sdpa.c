@@ -41,9 +41,13 @@
 
 #include <stdio.h>
 
+#include "dropout.h"
+#include "einsum.h"
 #include "gemm.h"
+#include "mask.h"
 #include "ops_internal.h"
 #include "sdpa.h"
+#include "softmax.h"
 #include "generic.h"
 #include "simd/vec.h"
 
@@ -97,6 +101,23 @@ static const tg_op op_sdpa;   /* the descriptor, after the backward */
 
 /* ---- builder ---- */
 
+/* With tg_graph_unfused: the chain this op computes, node by node, as
+ * FullAttention records it when it returns the weights (layers/attention.c),
+ * inside a scope "sdpa"; the same results and dropout mask (sdpa.h). */
+static tg_node *sdpa_unfused(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal,
+                             double scale, double dropout)
+{
+    if (tg_scope_push(g, "sdpa")) return NULL;
+    tg_node *scores = tg_einsum(g, "blhe,bshe->bhls", 2, (tg_node *[]){q, k}); /* [B,H,L,S] */
+    if (causal)
+        scores = tg_masked_fill(g, scores, tg_causal_mask(g, q->value.shape[0], q->value.shape[1]),
+                                -INFINITY);
+    tg_node *A = tg_dropout(g, tg_softmax_scaled(g, scores, -1, scale), dropout);
+    tg_node *y = tg_einsum(g, "bhls,bshd->blhd", 2, (tg_node *[]){A, v}); /* [B,L,H,D] */
+    tg_scope_pop(g);
+    return y;
+}
+
 tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, double scale,
                  double dropout)
 {
@@ -127,6 +148,7 @@ tg_node *tg_sdpa(tg_graph *g, tg_node *q, tg_node *k, tg_node *v, bool causal, d
     if (!(dropout >= 0 && dropout <= 1))
         return tg_graph_fail(g, "sdpa: dropout probability has to be between 0 and 1, but got %g",
                              dropout);
+    if (tg_graph_unfused(g)) return sdpa_unfused(g, q, k, v, causal, scale, dropout);
 
     tg_node *n = tg_node_new(g, &op_sdpa, 3, in, qv->dtype, 4, (int64_t[]){B, L, H, D});
     sdpa_attr *a = n ? tg_node_attr(n, sizeof *a) : NULL;

@@ -82,17 +82,25 @@ static int render(int fd, const char *fmt, const char *flag, const char *out)
 typedef struct {
     const char *layer, *out, *svg, *png;
     tg_dot_opts o;
+    bool        unfuse;
     tg_config  *cfg;   /* the --set values */
 } dot_req;
 
-enum { O_SET, O_DEPTH, O_BACKWARD, O_RANKDIR, O_OUT, O_SVG, O_PNG };
+enum { O_SET, O_DEPTH, O_BACKWARD, O_UNFUSE, O_RANKDIR, O_OUT, O_SVG, O_PNG };
 static const tg_opt opts[] = {
     [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
     [O_DEPTH] = {"--depth", NULL, "N",
                  "draw every module N levels below the layer (or model) as one box, counted "
                  "from the layer's own modules: 1 shows them as boxes (0, the default: "
                  "everything expanded); a module of constants only is not a box"},
-    [O_BACKWARD] = {"--backward", NULL, NULL, "add the gradient nodes beside the forward ones"},
+    [O_BACKWARD] = {"--backward", NULL, NULL,
+                    "add the gradient nodes beside the forward ones: one per node that takes a "
+                    "gradient (views and fused ops included), gradient edges from the output's "
+                    "gradient back to every parameter's and input's"},
+    [O_UNFUSE] = {"--unfuse", NULL, NULL,
+                  "draw each fused op as the chain of ops it computes, in a cluster named after "
+                  "it: sdpa as einsum, masked_fill (causal), softmax, dropout, einsum (what "
+                  "FullAttention records with the weights); the default draws what runs"},
     [O_RANKDIR] = {"--rankdir", NULL, "LR|TB", "the direction of the layout (default TB)"},
     [O_OUT] = {"--out", "-o", "FILE.dot", "the .dot text (- for stdout)"},
     [O_SVG] = {"--svg", NULL, "FILE.svg",
@@ -116,6 +124,8 @@ static int parse_args(dot_req *R, int argc, char **argv)
             R->o.depth = (int)depth;
         } else if (a.opt == O_BACKWARD) {
             R->o.backward = true;
+        } else if (a.opt == O_UNFUSE) {
+            R->unfuse = true;
         } else if (a.opt == O_RANKDIR) {
             if (!tg_args_value(&a, &v)) return 2;
             if (!strcmp(v, "LR")) R->o.rankdir = TG_RANKDIR_LR;
@@ -158,6 +168,29 @@ static int write_outputs(const dot_req *R, const tg_graph *g)
     return rc;
 }
 
+/* The layer built again on a graph whose fused ops record their chains (the
+ * layer and its parameters are kept; the first graph goes). */
+static int rebuild_unfused(tg_cli_layer *c)
+{
+    tg_graph *g = tg_graph_new(tg_graph_dtype(c->g));
+    if (!g) return tg_cli_fail("dot", "%s", tg_last_error());
+    tg_graph_set_unfused(g, true);
+    for (int i = 0; i < c->n_in; i++) {
+        const tg_node *was = c->in[i];
+        const tg_tensor *v = tg_node_value(was);
+        tg_node *n = tg_input(g, tg_node_name(was), v->dtype, v->rank, v->shape);
+        if (n && tg_layer_input_at(c->layer, i)->differentiable)
+            tg_node_set_requires_grad(n, true);   /* as tg_cli_layer_build with grads */
+        c->in[i] = n;
+    }
+    tg_graph_free(c->g);
+    c->g = g;
+    memset(&c->out, 0, sizeof c->out);
+    if (tg_layer_build(c->layer, g, c->in, &c->out))
+        return tg_cli_fail("dot", "--unfuse: %s", tg_last_error());
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     dot_req R = {0};
@@ -165,9 +198,12 @@ static int run(int argc, char **argv)
     if (!(R.cfg = tg_config_new())) return tg_cli_fail("dot", "out of memory");
     int rc = parse_args(&R, argc, argv);
     if (!rc) rc = tg_cli_layer_build(&c, "dot", R.layer, R.cfg, NULL, TG_F32, NULL, true);
+    if (!rc && R.unfuse) rc = rebuild_unfused(&c);
     char title[256];
-    snprintf(title, sizeof title, "%s%s", R.layer ? R.layer : "",
-             R.o.backward ? " (forward and backward)" : "");
+    snprintf(title, sizeof title, "%s%s%s%s", R.layer ? R.layer : "",
+             R.o.backward ? " (forward and backward" : "",
+             R.unfuse ? (R.o.backward ? ", fused ops unfused" : " (fused ops unfused") : "",
+             R.o.backward || R.unfuse ? ")" : "");
     R.o.title = title;
     if (!rc) rc = write_outputs(&R, c.g);
     tg_cli_layer_free(&c);
@@ -179,18 +215,23 @@ const tg_cli_cmd tg_cmd_dot = {
     .name = "dot",
     .summary = "draw a layer's graph as a Graphviz diagram, clustered by module",
     .help =
-        "usage: tgraph dot LAYER [--set KEY=VALUE]... [--depth N] [--backward]\n"
+        "usage: tgraph dot LAYER [--set KEY=VALUE]... [--depth N] [--backward] [--unfuse]\n"
         "                  [--rankdir LR|TB] [-o FILE.dot] [--svg FILE.svg] [--png FILE.png]\n\n"
         "Builds LAYER on inputs of the configured shape and writes its graph: one box per\n"
         "module scope (time_attention, MLP1, norm1, ...), ops labelled with their key\n"
         "attribute, every edge with the full shape of its tensor, parameters by state_dict\n"
         "name. The same graph always gives the same bytes. At least one of -o, --svg,\n"
-        "--png is needed.\n",
+        "--png is needed.\n\n"
+        "Fused ops draw as the one node that runs; --unfuse builds the graph with each\n"
+        "fused op recording its chain of ops instead (real nodes, which run to the same\n"
+        "results). It expands sdpa, the fused attention of attention_layer, tsa and\n"
+        "crossformer; softmax(scale * x) stays one softmax node (its label shows scale=).\n",
     .opts = opts,
     .n_opts = TG_OPTS_N(opts),
     .help_more =
         "\nexamples:\n  tgraph dot tsa --svg tsa.svg\n"
         "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n"
+        "  tgraph dot tsa --unfuse --backward --svg tsa_steps.svg\n"
         "  tgraph dot tsa -o - | dot -Tsvg > tsa.svg\n",
     .run = run,
 };

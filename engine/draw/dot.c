@@ -23,6 +23,8 @@ typedef struct {
     int            *box_ops;         /* scope -> ops folded into its box */
     int            *n_below;         /* scope -> nodes in it and its descendants */
     bool           *frameless;       /* scope -> its nodes drawn without a cluster */
+    bool           *grad;            /* node -> receives a gradient; [n_nodes + s]: box s
+                                      * holds a node that does */
     uint64_t       *seen;            /* edge dedupe set (open addressing, 0 = empty) */
     size_t          seen_cap;
     int             indent;
@@ -113,7 +115,7 @@ static void emit_node(dot_ctx *c, const tg_node *n)
     out(c, "%*sn%d [label=", c->indent, "", n->id);
     quoted(c, label);
     out(c, ", %s];\n", style);
-    if (c->o.backward && n->requires_grad) {
+    if (c->o.backward && c->grad[n->id]) {
         snprintf(label, sizeof label, "grad %s\n%s", n->kind == TG_NODE_OP ? n->op->name : n->name,
                  sh);
         out(c, "%*sgn%d [label=", c->indent, "", n->id);
@@ -135,7 +137,7 @@ static void emit_box(dot_ctx *c, int s)
     out(c, "%*ss%d [label=", c->indent, "", s);
     quoted(c, label);
     out(c, ", shape=box3d, style=filled, fillcolor=\"#e1d5e7\", color=\"#9673a6\"];\n");
-    if (c->o.backward) {
+    if (c->o.backward && c->grad[c->g->n_nodes + s]) {
         snprintf(label, sizeof label, "grad %s", c->g->scopes[s].name);
         out(c, "%*sgs%d [label=", c->indent, "", s);
         quoted(c, label);
@@ -179,12 +181,16 @@ static void emit_edges(dot_ctx *c)
         for (int k = 0; k < n->n_in; k++) {
             const tg_node *a = n->in[k];
             owner_id(c, a, src, sizeof src);
-            if (!strcmp(src, dst) || !first_time(c, a->id, dst, false)) continue;
+            if (!strcmp(src, dst)) continue;
             shape_label(&a->value, sh, sizeof sh);
-            out(c, "  %s -> %s [label=", src, dst);
-            quoted(c, sh);
-            out(c, "];\n");
-            if (c->o.backward && a->requires_grad && n->requires_grad &&
+            if (first_time(c, a->id, dst, false)) {
+                out(c, "  %s -> %s [label=", src, dst);
+                quoted(c, sh);
+                out(c, "];\n");
+            }
+            /* apart from the forward edge: the tensor's first consumer in this
+             * owner may take no gradient, a later one does */
+            if (c->o.backward && c->grad[a->id] && c->grad[n->id] &&
                 first_time(c, a->id, dst, true)) {
                 out(c, "  g%s -> g%s [label=", dst, src);
                 quoted(c, sh);
@@ -248,6 +254,29 @@ static void assign_boxes(dot_ctx *c)
     }
 }
 
+/* Which nodes receive a gradient, as the planner will decide it
+ * (propagate_requires_grad): a graph not yet planned has it right only for
+ * leaves, since a view's requires_grad is set by the plan, and so is that of
+ * everything downstream of a view (sdpa on reshaped projections). Then which
+ * boxes hold such a node. */
+static void mark_grads(dot_ctx *c)
+{
+    const tg_graph *g = c->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const tg_node *n = g->nodes[i];
+        bool any = false;
+        if (n->kind == TG_NODE_PARAM) any = g->grad_enabled && !n->param->frozen;
+        else if (n->kind == TG_NODE_INPUT) any = g->grad_enabled && n->requires_grad;
+        else if (n->kind == TG_NODE_CONST) any = n->requires_grad;
+        else if (tg__is_view(n)) any = c->grad[n->in[0]->id];
+        else if (n->op->backward && tg_dtype_is_float(n->value.dtype))
+            for (int k = 0; k < n->n_in; k++) any |= c->grad[n->in[k]->id];
+        c->grad[i] = any;
+        int box = c->box_of_scope[n->scope];
+        if (any && box >= 0) c->grad[g->n_nodes + box] = true;
+    }
+}
+
 tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
 {
     if (!g) return tg_set_error(TG_ERR_INVALID, "dot: graph is NULL");
@@ -262,15 +291,18 @@ tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
     c.n_below = tg__calloc((size_t)g->n_scopes, sizeof *c.n_below);
     c.frameless = tg__calloc((size_t)g->n_scopes, sizeof *c.frameless);
     c.consumers = tg__calloc((size_t)g->n_nodes + 1, sizeof *c.consumers);
+    c.grad = tg__calloc((size_t)g->n_nodes + (size_t)g->n_scopes, sizeof *c.grad);
     c.seen_cap = 64;
     while (c.seen_cap < 4 * (size_t)g->n_nodes * 4) c.seen_cap *= 2;
     c.seen = tg__calloc(c.seen_cap, sizeof *c.seen);
     tg_status st = TG_OK;
-    if (!c.box_of_scope || !c.box_ops || !c.n_below || !c.frameless || !c.consumers || !c.seen) {
+    if (!c.box_of_scope || !c.box_ops || !c.n_below || !c.frameless || !c.consumers || !c.seen ||
+        !c.grad) {
         st = tg_set_error(TG_ERR_NOMEM, "dot: out of memory");
         goto done;
     }
     assign_boxes(&c);
+    mark_grads(&c);
     out(&c, "digraph tgraph {\n  graph [rankdir=%s, fontname=\"Helvetica\", fontsize=12, "
              "newrank=true, nodesep=0.25, ranksep=0.35",
         c.o.rankdir == TG_RANKDIR_LR ? "LR" : "TB");
@@ -292,6 +324,7 @@ done:
     tg__free(c.frameless);
     tg__free(c.consumers);
     tg__free(c.seen);
+    tg__free(c.grad);
     return st;
 }
 

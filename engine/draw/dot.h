@@ -32,8 +32,11 @@ typedef struct tg_dot_opts {
      * frame; a scope with no node is never drawn. */
     int         depth;
     /* Add the backward pass: a gradient node per node that receives a
-     * gradient, gradient edges running against the forward ones, and a dotted
-     * link from each forward node to its gradient. */
+     * gradient (as the planner decides it: views and fused ops included, so
+     * the gradient edges run as one flow from the output's gradient to every
+     * parameter's and input's; a box gets one when a node in it does),
+     * gradient edges running against the forward ones, and a dotted link from
+     * each forward node to its gradient. */
     bool        backward;
     tg_rankdir  rankdir;
     const char *title;      /* graph label; NULL for none */
