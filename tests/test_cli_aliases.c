@@ -352,3 +352,22 @@ Test(cli_aliases, dot_draws_no_empty_box)
         free(t);
     }
 }
+
+/* A flag takes no value: --backward=no used to draw the backward (the value
+ * was dropped), which is the opposite of what it says. */
+Test(cli_aliases, a_flag_with_a_value_is_refused)
+{
+    char err[1024];
+    int rc = tt_run_tool(TT_ARGS("dot", "tsa", "--backward=no", "-o", "-"), err, sizeof err);
+    cr_assert_eq(rc, 2, "rc %d: %s", rc, err);
+    cr_assert(strstr(err, "--backward takes no value, got '--backward=no'"), "%s", err);
+    rc = tt_run_tool(TT_ARGS("train", "--quiet=yes", "--max-steps", "1"), err, sizeof err);
+    cr_assert_eq(rc, 2, "rc %d: %s", rc, err);
+    cr_assert(strstr(err, "--quiet takes no value"), "%s", err);
+    /* an option with a value still takes KEY=VALUE's form */
+    char out[256];
+    rc = tt_run_tool_out(TT_ARGS("dot", "tsa", "--depth=1", "-o", "-"), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "rc %d: %s", rc, err);
+    cr_assert(!strncmp(out, "digraph", 7), "%s", out);
+}

@@ -26,6 +26,8 @@ void tg_args_init(tg_args *a, const char *cmd, int argc, char **argv)
     pending = NULL;
 }
 
+static bool in_list(const char *list, const char *word, size_t n);
+
 const char *tg_args_next(tg_args *a)
 {
     pending = NULL;
@@ -39,7 +41,9 @@ const char *tg_args_next(tg_args *a)
         pending = eq + 1;
         a->flag = flagbuf;
         a->opt = a->opts ? tg_opt_find(a->opts, a->n_opts, flagbuf) : -1;
-        return flagbuf;
+        if (a->opt < 0 || a->opts[a->opt].arg) return flagbuf;
+        pending = NULL;   /* a flag takes no value: --backward=no is refused */
+        a->opt = -1;
     }
     a->flag = arg;
     a->opt = a->opts && arg[0] == '-' ? tg_opt_find(a->opts, a->n_opts, arg) : -1;
@@ -107,6 +111,17 @@ int tg_cli_fail(const char *cmd, const char *fmt, ...)
 
 int tg_cli_unknown(const tg_args *a, const char *arg)
 {
+    const char *eq = strchr(arg, '=');
+    if (eq && a->opts && arg[0] == '-') {
+        for (int i = 0; i < a->n_opts; i++) {
+            const tg_opt *o = &a->opts[i];
+            size_t n = (size_t)(eq - arg);
+            if (!o->arg && ((strlen(o->name) == n && !memcmp(o->name, arg, n)) ||
+                            in_list(o->alias, arg, n)))
+                return tg_cli_fail(a->cmd, "%s takes no value, got '%s' (see tgraph %s --help)",
+                                   o->name, arg, a->cmd);
+        }
+    }
     if (arg[0] == '-')
         return tg_cli_fail(a->cmd, "unknown option '%s' (see tgraph %s --help)", arg, a->cmd);
     return tg_cli_fail(a->cmd, "unexpected argument '%s' (see tgraph %s --help)", arg, a->cmd);
