@@ -46,19 +46,25 @@ static tg_status step(tg_cli_layer *c, const tg_tensor *dy, double *f, double *b
     return st;
 }
 
-int tg_cli_profile(tg_cli_layer *c, const char *cmd, int steps, tg_cli_steps *out)
+int tg_cli_train_graph(tg_cli_layer *c, const char *cmd, tg_rng *rng)
 {
-    tg_rng rng;
-    tg_rng_seed(&rng, 0);
     tg_graph_set_training(c->g, true);
     tg_graph_set_share_values(c->g, true);   /* as tgraph train: one backward per forward */
     bool no_params = tg_params_count(c->ps) == 0;
     for (int i = 0; i < c->n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
-        if (fill(c->in[i], spec->differentiable, &rng) ||
+        if (fill(c->in[i], spec->differentiable, rng) ||
             (no_params && spec->differentiable && tg_node_set_requires_grad(c->in[i], true)))
             return tg_cli_fail(cmd, "input %s: %s", spec->name, tg_last_error());
     }
+    return 0;
+}
+
+int tg_cli_profile(tg_cli_layer *c, const char *cmd, int steps, tg_cli_steps *out)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, 0);
+    if (tg_cli_train_graph(c, cmd, &rng)) return 2;
     const tg_tensor *y = tg_node_value(c->out.y);
     tg_tensor *dy = tg_tensor_new(TG_F32, y->rank, y->shape);
     if (!dy) return tg_cli_fail(cmd, "%s", tg_last_error());

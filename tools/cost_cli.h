@@ -18,11 +18,14 @@ typedef struct tg_cli_steps {
 
 #define TG_CLI_PROFILE_STEPS 3    /* --steps default */
 
-/* Run training steps on c's graph: training mode and shared values (as
- * tgraph train), seeded random inputs (masks 0 / -100) and a random output
- * gradient, one warm-up step, then `steps` forward + backward passes with
- * profiling on (a layer without parameters differentiates its inputs).
- * Set before the graph's first run. Returns 0, or 2 after one line on stderr. */
+/* Make c's graph a training step's, before its first run: training mode and
+ * shared values (as tgraph train), seeded random inputs (masks 0 / -100); a
+ * layer without parameters differentiates its inputs. 0, or 2 (printed). */
+int tg_cli_train_graph(tg_cli_layer *c, const char *cmd, tg_rng *rng);
+
+/* tg_cli_train_graph, a random output gradient, one warm-up step, then
+ * `steps` forward + backward passes with profiling on. Before the graph's
+ * first run. Returns 0, or 2 after one line on stderr. */
 int tg_cli_profile(tg_cli_layer *c, const char *cmd, int steps, tg_cli_steps *out);
 
 /* The scope module depths count from, as tgraph dot --depth counts them: the
