@@ -309,3 +309,68 @@ Test(dot_profile, collapsed_modules_annotated)
     }
     cr_assert_geq(boxes, 8, "%d module boxes", boxes);   /* time_attention, norm1..4, MLP1, ... */
 }
+
+/* ---- the library: tg_node_cost, tg_graph_scope_cost ---- */
+
+Test(cost, node_and_scope_costs)
+{
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_param *w = tg_params_add(ps, "fc.weight", 2, (int64_t[]){5, 3});
+    tg_param *b = tg_params_add(ps, "fc.bias", 1, (int64_t[]){5});
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 3, (int64_t[]){2, 4, 3});   /* 8 rows of 3 */
+    cr_assert_eq(tg_scope_push(g, "fc"), TG_OK);
+    tg_node *y = tg_linear(g, x, tg_param_node(g, w), tg_param_node(g, b));   /* [2, 4, 5] */
+    tg_scope_pop(g);
+    tg_node *d = tg_dropout(g, y, 0.5);
+    tg_node *r = tg_reshape(g, d, 2, (int64_t[]){8, 5});
+    tg_node *s = tg_sum(g, r, NULL, 0, false);
+    tg_node *ln = tg_layer_norm(g, x, 1, (int64_t[]){3}, NULL, NULL, 1e-5);   /* [2, 4, 3] */
+    cr_assert_null(tg_graph_error(g), "%s", tg_graph_error(g));
+    /* FLOPs: 2 per multiply-add + the bias; 1 per element; views 0; 1 per element summed */
+    cr_assert_eq(tg_node_flops(y), 2.0 * 8 * 3 * 5 + 8 * 5);
+    cr_assert_eq(tg_node_flops(d), 40);
+    cr_assert_eq(tg_node_flops(r), 0);
+    cr_assert_eq(tg_node_flops(s), 40);
+    cr_assert_eq(tg_node_flops(x), 0);
+    /* bytes kept: the value, plus saved buffers (n->buf); a view keeps none */
+    tg_cost c;
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_eq(c.bytes, 40 * 4);
+    cr_assert_eq(tg_node_cost(d, &c), TG_OK);
+    double bufs = 0;
+    for (int i = 0; i < d->n_buf; i++) bufs += (double)d->buf[i].numel * 4;
+    cr_assert_eq(c.bytes, 40 * 4 + bufs, "%.0f", c.bytes);
+    cr_assert_eq(tg_node_cost(r, &c), TG_OK);
+    cr_assert_eq(c.bytes, 0);
+    cr_assert_eq(tg_node_flops(ln), 5 * 24, "layer_norm without affine: 5 per element");
+    cr_assert_eq(tg_node_cost(ln, &c), TG_OK);
+    cr_assert_gt(ln->n_buf, 0);
+    cr_assert_gt(c.bytes, 24 * 4, "layer_norm keeps its statistics too: %.0f", c.bytes);
+    /* times: none before profiling; after a profiled step, some for the linear */
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_eq(c.forward_s + c.backward_s, 0);
+    tg_graph_set_training(g, true);
+    tg_graph_set_profile(g, true);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tg_graph_forward(g) || tg_graph_backward(g, s, NULL), TG_OK, "%s",
+                     tg_last_error());
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_gt(c.forward_s, 0);
+    cr_assert_gt(c.backward_s, 0);
+    /* a scope sums its nodes; the root sums them all */
+    tg_cost fc, all;
+    cr_assert_eq(tg_graph_scope_cost(g, 1, &fc), TG_OK);
+    cr_assert_eq(fc.flops, tg_node_flops(y));
+    cr_assert_eq(fc.ops, 1);
+    cr_assert_eq(tg_graph_scope_cost(g, 0, &all), TG_OK);
+    cr_assert_eq(all.flops, 2.0 * 8 * 3 * 5 + 8 * 5 + 40 + 40 + 5 * 24);
+    cr_assert_eq(all.ops, 5);
+    /* bad arguments */
+    cr_assert_eq(tg_graph_scope_cost(g, 7, &c), TG_ERR_INVALID);
+    cr_assert(strstr(tg_last_error(), "scope 7 out of range"), "%s", tg_last_error());
+    cr_assert_eq(tg_node_cost(NULL, &c), TG_ERR_INVALID);
+    cr_assert(isnan(tg_node_flops(NULL)));
+    tg_graph_free(g);
+    tg_params_free(ps);
+}
