@@ -374,3 +374,29 @@ Test(cost, node_and_scope_costs)
     tg_graph_free(g);
     tg_params_free(ps);
 }
+
+/* Every registered layer: a profiled summary with FLOPs and times, and a
+ * profiled diagram with its legend (one step each, default configs). */
+Test(summary, every_layer_profiles)
+{
+    tt_deadline(60);
+    static char out[OUT_MAX], err[4096];
+    for (int i = 0; i < tg_layer_class_count(); i++) {
+        const char *name = tg_layer_class_at(i)->name;
+        int rc = tt_run_tool_out(TT_ARGS("summary", name, "--profile", "--steps", "1", "--csv"),
+                                 out, sizeof out, err, sizeof err);
+        cr_assert_eq(rc, 0, "summary %s: %s", name, err);
+        cr_assert(!strncmp(out, "module,depth,output_shape,params,flops,bytes_kept,forward_ms,"
+                                "backward_ms\n", 70), "%s: %s", name, out);
+        const char *q = strchr(strchr(strchr(out, '\n') + 1, '"') + 1, '"');
+        double params, flops, bytes, fwd, bwd;
+        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf", &params, &flops, &bytes, &fwd, &bwd), 5,
+                     "%s: %s", name, out);
+        cr_assert(flops > 0 && bytes > 0 && fwd > 0 && bwd > 0, "%s: %s", name, out);
+        rc = tt_run_tool_out(TT_ARGS("dot", name, "--profile", "--steps", "1", "--depth", "1",
+                                     "-o", "-"),
+                             out, sizeof out, err, sizeof err);
+        cr_assert_eq(rc, 0, "dot %s: %s", name, err);
+        cr_assert(strstr(out, "legend [label=") && strstr(out, "\\nprofiled: "), "%s", name);
+    }
+}
