@@ -175,16 +175,32 @@ run: $(TOOL)
 func-length:
 	sh tests/func_length.sh
 
-# ---- diagrams: every layer as .dot and .svg (needs Graphviz for the .svg) ----
+# ---- diagrams: every layer forward, backward, at depth 1, profiled (expanded and at
+# depth 1: tgraph dot --profile) as .dot, and .svg when Graphviz's dot is installed;
+# each layer's summary table as markdown (summary-LAYER.md, profiled, depth 2); and
+# crossformer at the ETTh1 paper config (crossformer-etth1-*). Profiles: not run by
+# make test. ----
+ETTH1_SETS := --set enc_in=7 --set seq_len=168 --set pred_len=24 --set seg_len=6 --set win_size=2 \
+              --set factor=10 --set d_model=256 --set d_ff=512 --set n_heads=4 --set e_layers=3 \
+              --set dropout=0.2
 diagrams: $(TOOL)
 	@mkdir -p $(BUILD)/diagrams
-	@for l in $$($(TOOL) layers --names); do \
-	  $(TOOL) dot $$l -o $(BUILD)/diagrams/$$l.dot --svg $(BUILD)/diagrams/$$l.svg || exit 1; \
-	  $(TOOL) dot $$l --backward -o $(BUILD)/diagrams/$$l-backward.dot \
-	      --svg $(BUILD)/diagrams/$$l-backward.svg || exit 1; \
-	  $(TOOL) dot $$l --depth 1 -o $(BUILD)/diagrams/$$l-depth1.dot \
-	      --svg $(BUILD)/diagrams/$$l-depth1.svg || exit 1; \
-	done; echo "diagrams in $(BUILD)/diagrams/"
+	@d=$(BUILD)/diagrams; svg=; command -v dot >/dev/null 2>&1 && svg=1; \
+	draw() { name=$$1; shift; \
+	  $(TOOL) dot "$$@" -o $$d/$$name.dot $${svg:+--svg $$d/$$name.svg} || exit 1; }; \
+	for l in $$($(TOOL) layers --names); do \
+	  draw $$l $$l; \
+	  draw $$l-backward $$l --backward; \
+	  draw $$l-depth1 $$l --depth 1; \
+	  draw $$l-profile $$l --profile; \
+	  draw $$l-profile-depth1 $$l --profile --depth 1; \
+	  $(TOOL) summary $$l --depth 2 --profile --markdown -o $$d/summary-$$l.md || exit 1; \
+	done; \
+	draw crossformer-etth1-profile-depth1 crossformer $(ETTH1_SETS) --profile --depth 1; \
+	$(TOOL) summary crossformer $(ETTH1_SETS) --depth 2 --profile --markdown \
+	  -o $$d/summary-crossformer-etth1.md || exit 1; \
+	if [ -n "$$svg" ]; then echo "diagrams in $$d/"; \
+	else echo "diagrams in $$d/ (.dot only: Graphviz's dot is not installed)"; fi
 
 # ---- GEMM benchmark: GFLOPS per shape and thread count (BENCH_ARGS: see tests/bench/gemm_bench.c) ----
 BENCH_ARGS ?= --suite

@@ -93,6 +93,10 @@ typedef struct tg_op {
      * values (relu signs, topk picks). A probe that changes it straddles a
      * kink and is left out. NULL: the op is smooth. */
     uint64_t (*kinks)(const tg_node *n);
+    /* Forward FLOPs of one call, counted from the shapes by the rule in
+     * cost.h (2 per multiply-add). NULL: one per output element (an
+     * elementwise op). Views count 0 whatever this says. */
+    double (*flops)(const tg_node *n);
     unsigned flags;                            /* enum tg_op_flags */
 } tg_op;
 

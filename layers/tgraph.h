@@ -65,6 +65,7 @@
 #include "tensor.h"
 #include "rng.h"
 #include "graph.h"
+#include "cost.h"
 #include "op.h"
 #include "params.h"
 #include "gradcheck.h"

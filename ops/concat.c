@@ -358,7 +358,8 @@ static void cat_describe(const tg_node *n, char *buf, size_t len)
 }
 
 static const tg_op op_cat = {.name = "cat", .forward = cat_forward, .backward = cat_backward,
-                             .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                             .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                             .flops = tg__flops_none};
 
 static void slice_describe(const tg_node *n, char *buf, size_t len)
 {
@@ -369,7 +370,8 @@ static void slice_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_slice = {.name = "slice", .forward = take_forward,
                                .backward = take_backward, .describe = slice_describe,
-                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                               .flops = tg__flops_none};
 static void index_select_describe(const tg_node *n, char *buf, size_t len)
 {
     snprintf(buf, len, "dim=%d", ((const take_attr *)n->attr)->dim);
@@ -378,7 +380,8 @@ static void index_select_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_index_select = {.name = "index_select", .forward = take_forward,
                                       .backward = take_backward,
                                       .describe = index_select_describe,
-                                      .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the index */
+                                      .flags = TG_OP_BWD_NO_OUTPUT,   /* reads the index */
+                                      .flops = tg__flops_none};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -178,8 +178,12 @@ static void ce_describe(const tg_node *n, char *buf, size_t len)
              (long long)a->ignore_index, a->smoothing, a->wi >= 0 ? " weighted" : "");
 }
 
+/* FLOPs: 5 per logit (a log_softmax, then the picks and the mean; engine/cost.h) */
+static double ce_flops(const tg_node *n) { return tg__flops_per_in0(n, 5); }
+
 static const tg_op op_cross_entropy = {.name = "cross_entropy", .forward = ce_forward,
-                                       .backward = ce_backward, .describe = ce_describe};
+                                       .backward = ce_backward, .describe = ce_describe,
+                                       .flops = ce_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -494,23 +494,29 @@ static void einops_describe(const tg_node *n, char *buf, size_t len)
 static const tg_op op_rearrange = {.name = "rearrange", .forward = rearrange_forward,
                                    .backward = rearrange_backward, .describe = einops_describe,
                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                            TG_OP_BWD_FRESH | TG_OP_RECOMPUTE};
+                                            TG_OP_BWD_FRESH | TG_OP_RECOMPUTE,
+                                   .flops = tg__flops_none};
 static const tg_op op_repeat = {.name = "repeat", .forward = rearrange_forward,
                                 .backward = repeat_backward, .describe = einops_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
-                                         TG_OP_RECOMPUTE};
+                                         TG_OP_RECOMPUTE,
+                                .flops = tg__flops_none};
 static const tg_op op_reduce = {.name = "reduce", .forward = reduce_forward,
                                 .backward = reduce_backward, .describe = einops_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                                .flops = tg__flops_reduce};
 static const tg_op op_reduce_arg = {.name = "reduce", .forward = reduce_forward,
                                     .backward = reduce_backward, .describe = einops_describe,
-                                    .kinks = reduce_kinks, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                    .kinks = reduce_kinks, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                                    .flops = tg__flops_reduce};
 /* prod's backward reads x; int64 reductions take no gradient. */
 static const tg_op op_reduce_prod = {.name = "reduce", .forward = reduce_forward,
                                      .backward = reduce_prod_backward, .describe = einops_describe,
-                                     .flags = TG_OP_BWD_NO_OUTPUT};
+                                     .flags = TG_OP_BWD_NO_OUTPUT,
+                                     .flops = tg__flops_reduce};
 static const tg_op op_reduce_int = {.name = "reduce", .forward = reduce_forward,
-                                    .describe = einops_describe};
+                                    .describe = einops_describe,
+                                    .flops = tg__flops_reduce};
 /* When no element moves: the same ops as views. */
 static const tg_op op_rearrange_view = {.name = "rearrange", .describe = einops_describe,
                                         .flags = TG_OP_VIEW};

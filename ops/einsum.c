@@ -769,9 +769,29 @@ static void einsum_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "%s", ((const einsum_attr *)n->attr)->equation);
 }
 
+/* FLOPs (engine/cost.h), from the forward plan the shapes made: 2 per
+ * multiply-add of each GEMM step, 1 per element summed by a REDUCE step (a
+ * step that sums nothing only copies) */
+static double einsum_flops(const tg_node *n)
+{
+    const em_plan *p = &((const einsum_attr *)n->attr)->fwd;
+    double f = 0;
+    for (int i = 0; i < p->n; i++) {
+        const em_step *st = &p->step[i];
+        double count = 1;
+        for (int d = 0; d < st->n_dims; d++) count *= (double)st->size[d];
+        if (st->kind == EM_GEMM)
+            f += 2.0 * count * (double)st->batch * (double)st->M * (double)st->N * (double)st->K;
+        else if (st->kind == EM_REDUCE && st->n_dims > st->n_outer)
+            f += count;
+    }
+    return f;
+}
+
 static const tg_op op_einsum = {.name = "einsum", .forward = einsum_forward,
                                 .backward = einsum_backward, .describe = einsum_describe,
-                                .flags = TG_OP_BWD_NO_OUTPUT};
+                                .flags = TG_OP_BWD_NO_OUTPUT,
+                                .flops = einsum_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

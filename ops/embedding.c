@@ -104,7 +104,8 @@ static void emb_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_embedding = {.name = "embedding", .forward = emb_forward,
                                    .backward = emb_backward, .describe = emb_describe,
-                                   .flags = TG_OP_BWD_NO_OUTPUT};
+                                   .flags = TG_OP_BWD_NO_OUTPUT,
+                                   .flops = tg__flops_none};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

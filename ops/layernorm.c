@@ -171,13 +171,22 @@ static void ln_describe(const tg_node *n, char *buf, size_t len)
              a->eps, a->wi < 0 && a->bi < 0 ? " no affine" : "");
 }
 
+/* FLOPs (engine/cost.h): 5 per element (mean, variance, normalise), plus 1
+ * each for the affine weight and bias */
+static double ln_flops(const tg_node *n)
+{
+    const ln_attr *a = n->attr;
+    return (double)n->value.numel * (5.0 + (a->wi >= 0) + (a->bi >= 0));
+}
+
 static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
                                     .backward = ln_backward, .describe = ln_describe,
                                     /* reads x, gamma, mean, rstd; cheap to redo */
                                     .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE |
-                                             TG_OP_BWD_FRESH};
+                                             TG_OP_BWD_FRESH,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+                                    .flops = ln_flops};
 
 #include "registry_internal.h"
 

@@ -183,10 +183,19 @@ static void linear_describe(const tg_node *n, char *buf, size_t len)
              n->n_in == 3 ? "" : " no bias");
 }
 
+/* FLOPs (engine/cost.h): 2 per multiply-add of x W^T, 1 per bias add */
+static double linear_flops(const tg_node *n)
+{
+    const linear_attr *a = n->attr;
+    double mo = (double)a->M * (double)a->out;
+    return 2.0 * mo * (double)a->in + (n->n_in == 3 ? mo : 0.0);
+}
+
 static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY |
-                                         TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_X};
+                                         TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_X,
+                                .flops = linear_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

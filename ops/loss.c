@@ -91,8 +91,12 @@ static void reduction_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "reduction=%s", tg_reduction_name(((const mse_attr *)n->attr)->red));
 }
 
+/* FLOPs: 3 per element (subtract, square, sum; engine/cost.h) */
+static double mse_flops(const tg_node *n) { return tg__flops_per_in0(n, 3); }
+
 static const tg_op op_mse = {.name = "mse_loss", .forward = mse_forward,
-                             .backward = mse_backward, .describe = reduction_describe};
+                             .backward = mse_backward, .describe = reduction_describe,
+                             .flops = mse_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -110,4 +110,25 @@ static inline uint64_t tg__drop_bits(uint64_t key, int64_t i)
     return tg__lowbias32(x ^ (uint32_t)((uint64_t)i >> 32) ^ (uint32_t)(key >> 32));
 }
 
+/* ---- FLOPs rules for the descriptors' flops member (engine/cost.h) ---- */
+
+/* An op that only moves or selects data: 0. */
+static inline double tg__flops_none(const tg_node *n)
+{
+    (void)n;
+    return 0;
+}
+
+/* k FLOPs per element of input 0 (reductions: 1; softmax: 5; mse_loss: 3). */
+static inline double tg__flops_per_in0(const tg_node *n, double k)
+{
+    return k * (double)n->in[0]->value.numel;
+}
+
+/* 1 per element read: a reduction. */
+static inline double tg__flops_reduce(const tg_node *n)
+{
+    return tg__flops_per_in0(n, 1);
+}
+
 #endif

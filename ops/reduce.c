@@ -118,10 +118,12 @@ static void reduce_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_sum = {.name = "sum", .forward = reduce_forward,
                              .backward = reduce_backward, .describe = reduce_describe,
-                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                             .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                             .flops = tg__flops_reduce};
 static const tg_op op_mean = {.name = "mean", .forward = reduce_forward,
                               .backward = reduce_backward, .describe = reduce_describe,
-                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                              .flops = tg__flops_reduce};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

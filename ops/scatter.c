@@ -287,12 +287,21 @@ static void sg_describe(const tg_node *n, char *buf, size_t len)
     else snprintf(buf, len, "dim=%d", a->dim);
 }
 
+/* FLOPs: scatter_add adds each element of src once (engine/cost.h) */
+static double scatter_add_flops(const tg_node *n)
+{
+    return (double)n->in[n->n_in - 1]->value.numel;
+}
+
 static const tg_op op_gather = {.name = "gather", .forward = sg_forward,
-                                .backward = sg_backward, .describe = sg_describe};
+                                .backward = sg_backward, .describe = sg_describe,
+                                .flops = tg__flops_none};
 static const tg_op op_scatter = {.name = "scatter", .forward = sg_forward,
-                                 .backward = sg_backward, .describe = sg_describe};
+                                 .backward = sg_backward, .describe = sg_describe,
+                                 .flops = tg__flops_none};
 static const tg_op op_scatter_add = {.name = "scatter_add", .forward = sg_forward,
-                                     .backward = sg_backward, .describe = sg_describe};
+                                     .backward = sg_backward, .describe = sg_describe,
+                                     .flops = scatter_add_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

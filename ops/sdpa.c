@@ -455,9 +455,20 @@ static void sdpa_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "%sscale=%g p=%g", a->causal ? "causal " : "", a->scale, a->p);
 }
 
+/* FLOPs (engine/cost.h): those of the unfused chain - einsum blhe,bshe->bhls
+ * (2*B*H*L*S*E), masked_fill when causal, softmax (5 per element), dropout
+ * (1 per element), einsum bhls,bshd->blhd (2*B*H*L*S*D) */
+static double sdpa_flops(const tg_node *n)
+{
+    const sdpa_attr *a = n->attr;
+    double bhls = (double)a->B * (double)a->H * (double)a->L * (double)a->S;
+    return 2.0 * bhls * (double)(a->E + a->D) + bhls * (6.0 + a->causal);
+}
+
 static const tg_op op_sdpa = {.name = "sdpa", .forward = sdpa_forward,
                               .backward = sdpa_backward, .describe = sdpa_describe,
-                              .flags = TG_OP_BWD_FRESH};
+                              .flags = TG_OP_BWD_FRESH,
+                              .flops = sdpa_flops};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

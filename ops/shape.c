@@ -165,7 +165,8 @@ static void permute_describe(const tg_node *n, char *buf, size_t len)
 
 static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
                                  .backward = permute_backward, .describe = permute_describe,
-                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};
+                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
+                                 .flops = tg__flops_none};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

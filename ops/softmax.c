@@ -139,14 +139,19 @@ static void softmax_describe(const tg_node *n, char *buf, size_t len)
     else snprintf(buf, len, "dim=%d", a->dim);
 }
 
+/* FLOPs: 5 per element (max, subtract, exp, sum, divide; engine/cost.h) */
+static double softmax_flops(const tg_node *n) { return tg__flops_per_in0(n, 5); }
+
 static const tg_op op_softmax = {.name = "softmax", .forward = softmax_forward,
                                  .backward = softmax_backward, .describe = softmax_describe,
-                                 .flags = TG_OP_BWD_NO_INPUTS};   /* reads y only */
+                                 .flags = TG_OP_BWD_NO_INPUTS,   /* reads y only */
+                                 .flops = softmax_flops};
 static const tg_op op_log_softmax = {.name = "log_softmax", .forward = softmax_forward,
                                      .backward = softmax_backward,
-                                     .describe = softmax_describe, .flags = TG_OP_BWD_NO_INPUTS};
+                                     .describe = softmax_describe, .flags = TG_OP_BWD_NO_INPUTS,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+                                     .flops = softmax_flops};
 
 #include "registry_internal.h"
 

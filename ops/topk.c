@@ -261,11 +261,13 @@ static uint64_t topk_kinks(const tg_node *n)
 
 static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
                               .describe = topk_describe, .kinks = topk_kinks,
-                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS};   /* the saved indices */
+                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,   /* the saved indices */
+                              .flops = tg__flops_none};
 
-static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward};
+static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
+                                      .flops = tg__flops_none};
 
 #include "registry_internal.h"
 

@@ -13,6 +13,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "cost_cli.h"
 #include "layer_cli.h"
 #include "outputs.h"
 
@@ -84,9 +85,11 @@ typedef struct {
     tg_dot_opts o;
     bool        unfuse;
     tg_config  *cfg;   /* the --set values */
+    bool        profile;
+    int         steps;
 } dot_req;
 
-enum { O_SET, O_DEPTH, O_BACKWARD, O_UNFUSE, O_RANKDIR, O_OUT, O_SVG, O_PNG };
+enum { O_SET, O_DEPTH, O_BACKWARD, O_UNFUSE, O_RANKDIR, O_OUT, O_SVG, O_PNG, O_PROFILE, O_STEPS };
 static const tg_opt opts[] = {
     [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
     [O_DEPTH] = {"--depth", NULL, "N",
@@ -106,6 +109,13 @@ static const tg_opt opts[] = {
     [O_SVG] = {"--svg", NULL, "FILE.svg",
                "render with Graphviz's dot (must be installed); no --out needed; - for stdout"},
     [O_PNG] = {"--png", NULL, "FILE.png", "the same as PNG"},
+    [O_PROFILE] = {"--profile", NULL, NULL,
+                   "run a few training steps (random parameters and inputs) and put cost on the "
+                   "picture: each op node and module gets its time per step (forward + backward), "
+                   "forward FLOPs and bytes kept, coloured on one heat scale (share of the step; "
+                   "a legend says so); the title names the three most expensive modules"},
+    [O_STEPS] = {"--steps", NULL, "N", "training steps --profile times, after one warm-up "
+                 "(default 3)"},
 };
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -137,6 +147,11 @@ static int parse_args(dot_req *R, int argc, char **argv)
             if (!tg_args_value(&a, &R->svg)) return 2;
         } else if (a.opt == O_PNG) {
             if (!tg_args_value(&a, &R->png)) return 2;
+        } else if (a.opt == O_PROFILE) {
+            R->profile = true;
+        } else if (a.opt == O_STEPS) {
+            if (!tg_args_int(&a, 1, 1000000, &depth)) return 2;
+            R->steps = (int)depth;
         } else if (arg[0] != '-' && !R->layer) {
             R->layer = arg;
         } else {
@@ -193,11 +208,16 @@ static int rebuild_unfused(tg_cli_layer *c)
 
 static int run(int argc, char **argv)
 {
-    dot_req R = {0};
+    dot_req R = {.steps = TG_CLI_PROFILE_STEPS};
     tg_cli_layer c = {0};
+    tg_cli_dot_cost cost = {0};
+    tg_rng rng;
+    tg_rng_seed(&rng, 0);
     if (!(R.cfg = tg_config_new())) return tg_cli_fail("dot", "out of memory");
     int rc = parse_args(&R, argc, argv);
-    if (!rc) rc = tg_cli_layer_build(&c, "dot", R.layer, R.cfg, NULL, TG_F32, NULL, true);
+    if (!rc)
+        rc = tg_cli_layer_build(&c, "dot", R.layer, R.cfg, NULL, TG_F32, R.profile ? &rng : NULL,
+                                true);
     if (!rc && R.unfuse) rc = rebuild_unfused(&c);
     char title[256];
     snprintf(title, sizeof title, "%s%s%s%s", R.layer ? R.layer : "",
@@ -205,7 +225,9 @@ static int run(int argc, char **argv)
              R.unfuse ? (R.o.backward ? ", fused ops unfused" : " (fused ops unfused") : "",
              R.o.backward || R.unfuse ? ")" : "");
     R.o.title = title;
+    if (!rc && R.profile) rc = tg_cli_dot_cost_init(&cost, &c, "dot", R.steps, &R.o, title);
     if (!rc) rc = write_outputs(&R, c.g);
+    tg_cli_dot_cost_free(&cost);
     tg_cli_layer_free(&c);
     tg_config_free(R.cfg);
     return rc;
@@ -216,6 +238,7 @@ const tg_cli_cmd tg_cmd_dot = {
     .summary = "draw a layer's graph as a Graphviz diagram, clustered by module",
     .help =
         "usage: tgraph dot LAYER [--set KEY=VALUE]... [--depth N] [--backward] [--unfuse]\n"
+        "                  [--profile [--steps N]]\n"
         "                  [--rankdir LR|TB] [-o FILE.dot] [--svg FILE.svg] [--png FILE.png]\n\n"
         "Builds LAYER on inputs of the configured shape and writes its graph: one box per\n"
         "module scope (time_attention, MLP1, norm1, ...), ops labelled with their key\n"
@@ -232,6 +255,7 @@ const tg_cli_cmd tg_cmd_dot = {
         "\nexamples:\n  tgraph dot tsa --svg tsa.svg\n"
         "  tgraph dot crossformer --depth 1 -o model.dot --png model.png\n"
         "  tgraph dot tsa --unfuse --backward --svg tsa_steps.svg\n"
+        "  tgraph dot crossformer --depth 1 --profile --svg cost.svg\n"
         "  tgraph dot tsa -o - | dot -Tsvg > tsa.svg\n",
     .run = run,
 };

@@ -52,6 +52,27 @@ static void quoted(dot_ctx *c, const char *s)
     out(c, "\"");
 }
 
+/* The decoration of an op node or a scope (o.decorate; empty without). */
+static tg_dot_decor decorate(const dot_ctx *c, int node, int scope)
+{
+    tg_dot_decor d = {"", ""};
+    if (c->o.decorate) c->o.decorate(c->o.decorate_ctx, node, scope, &d);
+    d.lines[sizeof d.lines - 1] = d.fill[sizeof d.fill - 1] = '\0';
+    return d;
+}
+
+/* Append a decoration's lines to label; write its fill (after the style, so it wins). */
+static void decor_lines(const tg_dot_decor *d, char *label, size_t len)
+{
+    size_t k = strlen(label);
+    if (*d->lines) snprintf(label + k, len - k, "\n%s", d->lines);
+}
+
+static void decor_fill(dot_ctx *c, const tg_dot_decor *d)
+{
+    if (*d->fill) out(c, ", fillcolor=\"%s\"", d->fill);
+}
+
 static void owner_id(const dot_ctx *c, const tg_node *n, char *buf, size_t len)
 {
     int box = c->box_of_scope[n->scope];
@@ -112,9 +133,13 @@ static void emit_node(dot_ctx *c, const tg_node *n)
         size_t k = strlen(label);
         snprintf(label + k, sizeof label - k, "\noutput %s", sh);
     }
+    tg_dot_decor d = n->kind == TG_NODE_OP ? decorate(c, n->id, -1) : (tg_dot_decor){"", ""};
+    decor_lines(&d, label, sizeof label);
     out(c, "%*sn%d [label=", c->indent, "", n->id);
     quoted(c, label);
-    out(c, ", %s];\n", style);
+    out(c, ", %s", style);
+    decor_fill(c, &d);
+    out(c, "];\n");
     if (c->o.backward && c->grad[n->id]) {
         snprintf(label, sizeof label, "grad %s\n%s", n->kind == TG_NODE_OP ? n->op->name : n->name,
                  sh);
@@ -134,9 +159,13 @@ static void emit_box(dot_ctx *c, int s)
     char label[400];
     snprintf(label, sizeof label, "%s\n(%d op%s)", c->g->scopes[s].name, c->box_ops[s],
              c->box_ops[s] == 1 ? "" : "s");
+    tg_dot_decor d = decorate(c, -1, s);
+    decor_lines(&d, label, sizeof label);
     out(c, "%*ss%d [label=", c->indent, "", s);
     quoted(c, label);
-    out(c, ", shape=box3d, style=filled, fillcolor=\"#e1d5e7\", color=\"#9673a6\"];\n");
+    out(c, ", shape=box3d, style=filled, fillcolor=\"#e1d5e7\", color=\"#9673a6\"");
+    decor_fill(c, &d);
+    out(c, "];\n");
     if (c->o.backward && c->grad[c->g->n_nodes + s]) {
         snprintf(label, sizeof label, "grad %s", c->g->scopes[s].name);
         out(c, "%*sgs%d [label=", c->indent, "", s);
@@ -156,9 +185,15 @@ static void emit_scope(dot_ctx *c, int s, int indent)
     bool frame = s > 0 && !c->frameless[s];
     c->indent = indent + (frame ? 2 : 0);
     if (frame) {
+        char label[400];
+        tg_dot_decor d = decorate(c, -1, s);
+        snprintf(label, sizeof label, "%s", g->scopes[s].name);
+        decor_lines(&d, label, sizeof label);
         out(c, "%*ssubgraph cluster_s%d {\n%*s  label=", indent, "", s, indent, "");
-        quoted(c, g->scopes[s].name);
-        out(c, "; style=\"rounded\"; color=\"#999999\"; fontcolor=\"#555555\";\n");
+        quoted(c, label);
+        out(c, "; style=\"rounded%s\"; color=\"#999999\"; fontcolor=\"#555555\";\n",
+            *d.fill ? ",filled" : "");
+        if (*d.fill) out(c, "%*s  fillcolor=\"%s\";\n", indent, "", d.fill);
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i]->scope == s && c->box_of_scope[s] < 0) emit_node(c, g->nodes[i]);
@@ -315,6 +350,11 @@ tg_status tg_graph_dot(const tg_graph *g, const tg_dot_opts *opts, FILE *f)
              "fontcolor=\"#333333\", arrowsize=0.6];\n");
     emit_scope(&c, 0, 2);
     emit_edges(&c);
+    if (c.o.legend) {
+        out(&c, "  legend [label=");
+        quoted(&c, c.o.legend);
+        out(&c, ", shape=note, style=filled, fillcolor=\"#ffffff\", color=\"#888888\"];\n");
+    }
     out(&c, "}\n");
     if (c.io_error || ferror(f)) st = tg_set_error(TG_ERR_IO, "dot: write failed");
 done:

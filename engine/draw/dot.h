@@ -21,6 +21,12 @@ extern "C" {
 
 typedef enum tg_rankdir { TG_RANKDIR_TB, TG_RANKDIR_LR } tg_rankdir;
 
+/* What tg_dot_opts.decorate adds to one drawn item. */
+typedef struct tg_dot_decor {
+    char lines[256];   /* label lines appended ("\n" between them); "" for none */
+    char fill[16];     /* fill colour ("#rrggbb"); "" keeps the default */
+} tg_dot_decor;
+
 typedef struct tg_dot_opts {
     /* 0: every scope expanded. N > 0: every scope at depth N is drawn as one
      * box (with its input and output shapes on the edges); shallower scopes
@@ -40,6 +46,12 @@ typedef struct tg_dot_opts {
     bool        backward;
     tg_rankdir  rankdir;
     const char *title;      /* graph label; NULL for none */
+    /* Extra label lines and a fill colour per op node (node >= 0, scope -1)
+     * and per module box or cluster (node -1, scope >= 1), filled into a
+     * zeroed *d; NULL: none. tgraph dot --profile draws cost with it. */
+    void (*decorate)(void *ctx, int node, int scope, tg_dot_decor *d);
+    void       *decorate_ctx;
+    const char *legend;     /* a note drawn beside the graph; NULL for none */
 } tg_dot_opts;
 
 /* Write g as .dot text to f. opts may be NULL (defaults: expanded, forward

@@ -1,0 +1,402 @@
+/*
+ * test_summary.c - cost on the model: `tgraph summary` (the parameter total
+ * of crossformer at the ETTh1 paper config is the PyTorch model's; forward
+ * FLOPs of attention_layer and tsa within 1% of a count written out here),
+ * the fused sdpa counting what its unfused chain counts, and `tgraph dot
+ * --profile` (every op node annotated, a legend, a title with the three
+ * largest shares, colours that order like the times).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define OUT_MAX (1 << 16)
+
+/* The top row of `tgraph summary LAYER --csv ...` (the layer's totals):
+ * "layer,0,\"[shape]\",params,flops,bytes". */
+static void summary_top(const char *const *args, double *params, double *flops)
+{
+    static char out[OUT_MAX], err[4096];
+    int rc = tt_run_tool_out(args, out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "summary failed (%d): %s", rc, err);
+    cr_assert(!strncmp(out, "module,depth,output_shape,params,flops,bytes_kept", 49), "%s", out);
+    const char *row = strchr(out, '\n');
+    cr_assert_not_null(row);
+    const char *q = strchr(row + 1, '"');
+    cr_assert_not_null(q, "%s", row);
+    q = strchr(q + 1, '"');   /* the closing quote of the shape */
+    cr_assert_not_null(q, "%s", row);
+    cr_assert_eq(sscanf(q + 1, ",%lf,%lf", params, flops), 2, "%s", row);
+}
+
+/* Forward FLOPs of an AttentionLayer (engine/cost.h rules): the four
+ * projections' 2*N*in*out plus N*out for the bias, the two attention einsums'
+ * 2*B*H*L*S*E and 2*B*H*L*S*D, and per score 5 (softmax) + 1 (dropout)
+ * + 1 (the causal masked_fill). */
+static double attention_flops(double B, double L, double S, double dm, double H, double E,
+                              double D, bool causal)
+{
+    double q = 2 * B * L * dm * H * E + B * L * H * E;
+    double k = 2 * B * S * dm * H * E + B * S * H * E;
+    double v = 2 * B * S * dm * H * D + B * S * H * D;
+    double scores = 2 * B * H * L * S * E, mix = 2 * B * H * L * S * D;
+    double soft = B * H * L * S * (5 + 1 + (causal ? 1 : 0));
+    double o = 2 * B * L * H * D * dm + B * L * dm;
+    return q + k + v + scores + mix + soft + o;
+}
+
+static void assert_within_1pct(double got, double want, const char *what)
+{
+    cr_assert(fabs(got - want) <= 0.01 * want, "%s: summary says %.0f FLOPs, analytical %.0f",
+              what, got, want);
+}
+
+Test(summary, attention_layer_flops_match_analytical_count)
+{
+    tt_deadline(30);
+    double p, f;
+    summary_top(TT_ARGS("summary", "attention_layer", "--csv", "--set", "B=2", "--set", "L=24",
+                        "--set", "S=24", "--set", "d_model=64", "--set", "n_heads=4"), &p, &f);
+    assert_within_1pct(f, attention_flops(2, 24, 24, 64, 4, 16, 16, false), "self, 4 heads");
+    cr_assert_eq(p, 4 * (64 * 64 + 64), "params %.0f", p);
+    summary_top(TT_ARGS("summary", "attention_layer", "--csv", "--set", "B=3", "--set", "L=10",
+                        "--set", "S=40", "--set", "d_model=48", "--set", "n_heads=3", "--set",
+                        "d_keys=8", "--set", "d_values=24", "--set", "self_attention=false"),
+                &p, &f);
+    assert_within_1pct(f, attention_flops(3, 10, 40, 48, 3, 8, 24, false), "cross, d_keys 8");
+    summary_top(TT_ARGS("summary", "attention_layer", "--csv", "--set", "L=20", "--set",
+                        "S=20", "--set", "d_model=32", "--set", "mask_flag=true"), &p, &f);
+    assert_within_1pct(f, attention_flops(2, 20, 20, 32, 2, 16, 16, true), "causal");
+}
+
+/* TwoStageAttentionLayer on x [b, ts_d, seg, d]: attention across time
+ * (b*ts_d sequences of seg), the router's two attentions across series
+ * (b*seg sequences: factor queries on ts_d keys, then ts_d on factor), and
+ * per stage dropout + add (2 per element), layer_norm with weight and bias
+ * (7 per element) twice, an MLP (two linears and a GELU) between them. */
+static double tsa_flops(double b, double ts_d, double seg, double d, double factor, double H,
+                        double ff)
+{
+    double N = b * ts_d * seg, E = d / H;
+    double mlp = 2 * N * d * ff + N * ff + N * ff + 2 * N * ff * d + N * d;
+    double stage = 2 * N * d + 7 * N * d + mlp + 2 * N * d + 7 * N * d;
+    return attention_flops(b * ts_d, seg, seg, d, H, E, E, false) +
+           attention_flops(b * seg, factor, ts_d, d, H, E, E, false) +
+           attention_flops(b * seg, ts_d, factor, d, H, E, E, false) + 2 * stage;
+}
+
+Test(summary, tsa_flops_match_analytical_count)
+{
+    tt_deadline(30);
+    double p, f;
+    summary_top(TT_ARGS("summary", "tsa", "--csv", "--set", "d_model=64", "--set", "n_heads=4",
+                        "--set", "seg_num=10", "--set", "ts_d=7"), &p, &f);
+    assert_within_1pct(f, tsa_flops(2, 7, 10, 64, 2, 4, 256), "tsa d_model 64");
+    summary_top(TT_ARGS("summary", "tsa", "--csv", "--set", "d_model=32", "--set", "d_ff=48",
+                        "--set", "factor=3", "--set", "b=3", "--set", "seg_num=6"), &p, &f);
+    assert_within_1pct(f, tsa_flops(3, 3, 6, 32, 3, 2, 48), "tsa d_ff 48, factor 3");
+}
+
+/* PyTorch's count for the same model: /work/shared/oracle/layers.py's
+ * Crossformer(enc_in=7, seq_len=168, pred_len=24, seg_len=6, win_size=2,
+ * factor=10, d_model=256, d_ff=512, n_heads=4, e_layers=3, dropout=0.2),
+ * sum(p.numel() for p in m.parameters()) (all of them trainable). */
+#define CROSSFORMER_ETTH1_TORCH_PARAMS 11301400
+
+Test(summary, crossformer_etth1_params_equal_pytorch)
+{
+    tt_deadline(60);
+    static char out[OUT_MAX], err[4096];
+    const char *const *args =
+        TT_ARGS("summary", "crossformer", "--set", "enc_in=7", "--set", "seq_len=168", "--set",
+                "pred_len=24", "--set", "seg_len=6", "--set", "win_size=2", "--set", "factor=10",
+                "--set", "d_model=256", "--set", "d_ff=512", "--set", "n_heads=4", "--set",
+                "e_layers=3", "--set", "dropout=0.2", "--depth", "1");
+    int rc = tt_run_tool_out(args, out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char want[128];
+    snprintf(want, sizeof want, "Parameters: %d,%03d,%03d (trainable %d,%03d,%03d)",
+             CROSSFORMER_ETTH1_TORCH_PARAMS / 1000000, CROSSFORMER_ETTH1_TORCH_PARAMS / 1000 % 1000,
+             CROSSFORMER_ETTH1_TORCH_PARAMS % 1000, CROSSFORMER_ETTH1_TORCH_PARAMS / 1000000,
+             CROSSFORMER_ETTH1_TORCH_PARAMS / 1000 % 1000, CROSSFORMER_ETTH1_TORCH_PARAMS % 1000);
+    cr_assert(strstr(out, want), "want '%s' in:\n%s", want, out);
+    /* depth 1: the four modules, in build order, and the totals */
+    const char *mods[] = {"\n  enc_value_embedding ", "\n  pre_norm ", "\n  encoder ",
+                          "\n  decoder "};
+    const char *at = out;
+    for (int i = 0; i < 4; i++) {
+        const char *m = strstr(at, mods[i]);
+        cr_assert_not_null(m, "row%s missing or out of order:\n%s", mods[i], out);
+        at = m + 1;
+    }
+    cr_assert_null(strstr(out, "encode_blocks"), "depth 1 shows no deeper row:\n%s", out);
+    cr_assert(strstr(out, "Training step's planned memory: "), "%s", out);
+    cr_assert(strstr(out, "FLOPs per step: forward "), "%s", out);
+}
+
+/* The fused sdpa counts what the unfused chain it replaces counts. */
+static double layer_flops(const char *layer, const char *const *sets, int n)
+{
+    tg_config *cfg = tg_config_new();
+    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
+    cr_assert_not_null(l, "%s", tg_last_error());
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *in[TG_MAX_LAYER_INPUTS];
+    for (int i = 0; i < tg_layer_input_count(l); i++) {
+        const tg_layer_input *s = tg_layer_input_at(l, i);
+        in[i] = tg_input(g, s->name, TG_F32, s->rank, s->shape);
+    }
+    tg_layer_outputs out;
+    cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s", tg_last_error());
+    bool fused = false;
+    for (int i = 0; i < tg_graph_node_count(g); i++)
+        fused |= !strcmp(tg_node_name(tg_graph_node(g, i)), "sdpa");
+    cr_assert_eq(fused, strcmp(sets[n - 1], "output_attention=true") != 0);
+    tg_cost c;
+    cr_assert_eq(tg_graph_scope_cost(g, 0, &c), TG_OK);
+    double sum = 0;   /* the root scope's cost is every node's */
+    for (int i = 0; i < tg_graph_node_count(g); i++) sum += tg_node_flops(tg_graph_node(g, i));
+    cr_assert_eq(c.flops, sum);
+    tg_graph_free(g);
+    tg_layer_free(l);
+    tg_params_free(ps);
+    tg_config_free(cfg);
+    return c.flops;
+}
+
+Test(summary, fused_sdpa_counts_its_unfused_chain)
+{
+    for (int causal = 0; causal < 2; causal++) {
+        const char *m = causal ? "mask_flag=true" : "mask_flag=false";
+        double fused = layer_flops("attention_layer",
+                                   (const char *[]){"L=12", "S=12", m,
+                                                     "output_attention=false"}, 4);
+        double unfused = layer_flops("attention_layer",
+                                     (const char *[]){"L=12", "S=12", m,
+                                                       "output_attention=true"}, 4);
+        cr_assert_eq(fused, unfused, "%s: fused %.0f, unfused %.0f", m, fused, unfused);
+        cr_assert_eq(fused, attention_flops(2, 12, 12, 16, 2, 8, 8, causal), "%s: %.0f", m, fused);
+    }
+}
+
+Test(summary, markdown_and_profile)
+{
+    tt_deadline(30);
+    static char out[OUT_MAX], err[4096];
+    int rc = tt_run_tool_out(TT_ARGS("summary", "tsa", "--markdown", "--profile", "--steps", "1",
+                                     "--depth", "1"),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs (forward) | Kept | "
+                            "Forward ms | Backward ms |\n|---|---:|", 90), "%s", out);
+    cr_assert(strstr(out, "\n| **tsa** | [2, 3, 5, 8] | 2,112 | "), "%s", out);
+    cr_assert(strstr(out, "\n| time_attention | [6, 5, 8] | 288 | "), "%s", out);
+    cr_assert_null(strstr(out, "query_projection"), "depth 1:\n%s", out);
+    cr_assert(strstr(out, "\n- Parameters: 2,112 (trainable 2,112)"), "%s", out);
+    cr_assert(strstr(out, "\n- Training step: "), "%s", out);
+}
+
+Test(summary, bad_input)
+{
+    tt_expect_cli_error(TT_ARGS("summary"), "missing LAYER", NULL);
+    tt_expect_cli_error(TT_ARGS("summary", "no_such_layer"), "no_such_layer", NULL);
+    tt_expect_cli_error(TT_ARGS("summary", "tsa", "--csv", "--markdown"), "--csv and --markdown",
+                        NULL);
+    tt_expect_cli_error(TT_ARGS("summary", "tsa", "--depth", "-1"), "--depth", NULL);
+    tt_expect_cli_error(TT_ARGS("summary", "tsa", "--steps", "0"), "--steps", NULL);
+    tt_expect_cli_error(TT_ARGS("summary", "tsa", "--set", "d_model=0"), "d_model", NULL);
+    tt_expect_cli_error(TT_ARGS("dot", "tsa", "--profile", "--steps", "0", "-o", "-"), "--steps",
+                        NULL);
+}
+
+/* ---- tgraph dot --profile ---- */
+
+/* A node statement's label and fill colour ("n12 [label=\"...\", ..."). */
+typedef struct { char label[1024]; unsigned fill; bool has_fill; } dot_item;
+
+static bool parse_item(const char *line, dot_item *it)
+{
+    const char *l = strstr(line, "[label=\"");
+    if (!l) return false;
+    l += 8;
+    size_t k = 0;
+    while (*l && *l != '"' && k + 1 < sizeof it->label) {
+        if (*l == '\\' && l[1]) l++;
+        it->label[k++] = *l++;
+    }
+    it->label[k] = '\0';
+    const char *f = NULL;
+    for (const char *p = line; (p = strstr(p, "fillcolor=\"#")); p++) f = p;   /* the last wins */
+    it->has_fill = f && sscanf(f, "fillcolor=\"#%6x\"", &it->fill) == 1;
+    return true;
+}
+
+static unsigned rgb_sum(unsigned c) { return (c >> 16) + ((c >> 8) & 0xff) + (c & 0xff); }
+
+Test(dot_profile, annotations_legend_title_and_colours)
+{
+    tt_deadline(30);
+    const char *path = tt_path("tsa-profile.dot");
+    char err[4096];
+    int rc = tt_run_tool(TT_ARGS("dot", "tsa", "--profile", "--steps", "2", "-o", path), err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char *t = tt_slurp(path, NULL);
+    /* the legend, and the title: three modules with shares summing to <= 100% */
+    cr_assert(strstr(t, "legend [label=\"colour: share of the training step's time"), "%s", t);
+    const char *title = strstr(t, "label=\"tsa\\nprofiled: ");
+    cr_assert_not_null(title, "%s", t);
+    const char *top = strstr(title, "; top: ");
+    cr_assert_not_null(top);
+    char m[3][64];
+    double share[3];
+    cr_assert_eq(sscanf(top, "; top: %63s %lf%%, %63s %lf%%, %63s %lf%%", m[0], &share[0], m[1],
+                        &share[1], m[2], &share[2]), 6, "%.200s", top);
+    cr_assert(share[0] >= share[1] && share[1] >= share[2] && share[2] > 0);
+    cr_assert_leq(share[0] + share[1] + share[2], 100.0);
+    /* every op node: time, FLOPs, bytes kept and a heat colour; colours order like times */
+    double times[512];
+    unsigned sums[512];
+    int n = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        dot_item it;
+        int id, end = 0;   /* a node statement, not an edge "n0 -> n1 [label=" */
+        if (sscanf(line, " n%d [label=%n", &id, &end) != 1 || !end || !parse_item(line, &it))
+            continue;
+        if (!strncmp(it.label, "input ", 6) || strstr(line, "rounded,filled") ||
+            strstr(line, "shape=note"))
+            continue;   /* inputs, parameters, constants */
+        const char *ms = strstr(it.label, " ms (fwd ");
+        cr_assert_not_null(ms, "node n%d has no time: %s", id, it.label);
+        const char *ln = ms;
+        while (ln > it.label && ln[-1] != '\n') ln--;
+        cr_assert(strstr(ms, "FLOP, ") && strstr(ms, " kept"), "n%d: %s", id, it.label);
+        cr_assert(it.has_fill, "n%d has no colour", id);
+        cr_assert_lt(n, 512);
+        times[n] = strtod(ln, NULL);
+        sums[n++] = rgb_sum(it.fill);
+    }
+    cr_assert_gt(n, 40, "%d op nodes", n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (times[i] < times[j])
+                cr_assert_geq(sums[i], sums[j], "node %.4g ms is darker than %.4g ms", times[i],
+                              times[j]);
+    free(t);
+}
+
+Test(dot_profile, collapsed_modules_annotated)
+{
+    tt_deadline(30);
+    static char out[OUT_MAX], err[4096];
+    int rc = tt_run_tool_out(TT_ARGS("dot", "tsa", "--profile", "--steps", "1", "--depth", "1",
+                                     "-o", "-"),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    int boxes = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "shape=box3d")) continue;
+        dot_item it;
+        cr_assert(parse_item(line, &it));
+        cr_assert(strstr(it.label, "% (fwd ") && strstr(it.label, "FLOP, "), "%s", it.label);
+        cr_assert(it.has_fill, "%s", line);
+        boxes++;
+    }
+    cr_assert_geq(boxes, 8, "%d module boxes", boxes);   /* time_attention, norm1..4, MLP1, ... */
+}
+
+/* ---- the library: tg_node_cost, tg_graph_scope_cost ---- */
+
+Test(cost, node_and_scope_costs)
+{
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_param *w = tg_params_add(ps, "fc.weight", 2, (int64_t[]){5, 3});
+    tg_param *b = tg_params_add(ps, "fc.bias", 1, (int64_t[]){5});
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 3, (int64_t[]){2, 4, 3});   /* 8 rows of 3 */
+    cr_assert_eq(tg_scope_push(g, "fc"), TG_OK);
+    tg_node *y = tg_linear(g, x, tg_param_node(g, w), tg_param_node(g, b));   /* [2, 4, 5] */
+    tg_scope_pop(g);
+    tg_node *d = tg_dropout(g, y, 0.5);
+    tg_node *r = tg_reshape(g, d, 2, (int64_t[]){8, 5});
+    tg_node *s = tg_sum(g, r, NULL, 0, false);
+    tg_node *ln = tg_layer_norm(g, x, 1, (int64_t[]){3}, NULL, NULL, 1e-5);   /* [2, 4, 3] */
+    cr_assert_null(tg_graph_error(g), "%s", tg_graph_error(g));
+    /* FLOPs: 2 per multiply-add + the bias; 1 per element; views 0; 1 per element summed */
+    cr_assert_eq(tg_node_flops(y), 2.0 * 8 * 3 * 5 + 8 * 5);
+    cr_assert_eq(tg_node_flops(d), 40);
+    cr_assert_eq(tg_node_flops(r), 0);
+    cr_assert_eq(tg_node_flops(s), 40);
+    cr_assert_eq(tg_node_flops(x), 0);
+    /* bytes kept: the value, plus saved buffers (n->buf); a view keeps none */
+    tg_cost c;
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_eq(c.bytes, 40 * 4);
+    cr_assert_eq(tg_node_cost(d, &c), TG_OK);
+    double bufs = 0;
+    for (int i = 0; i < d->n_buf; i++) bufs += (double)d->buf[i].numel * 4;
+    cr_assert_eq(c.bytes, 40 * 4 + bufs, "%.0f", c.bytes);
+    cr_assert_eq(tg_node_cost(r, &c), TG_OK);
+    cr_assert_eq(c.bytes, 0);
+    cr_assert_eq(tg_node_flops(ln), 5 * 24, "layer_norm without affine: 5 per element");
+    cr_assert_eq(tg_node_cost(ln, &c), TG_OK);
+    cr_assert_gt(ln->n_buf, 0);
+    cr_assert_gt(c.bytes, 24 * 4, "layer_norm keeps its statistics too: %.0f", c.bytes);
+    /* times: none before profiling; after a profiled step, some for the linear */
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_eq(c.forward_s + c.backward_s, 0);
+    tg_graph_set_training(g, true);
+    tg_graph_set_profile(g, true);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tg_graph_forward(g) || tg_graph_backward(g, s, NULL), TG_OK, "%s",
+                     tg_last_error());
+    cr_assert_eq(tg_node_cost(y, &c), TG_OK);
+    cr_assert_gt(c.forward_s, 0);
+    cr_assert_gt(c.backward_s, 0);
+    /* a scope sums its nodes; the root sums them all */
+    tg_cost fc, all;
+    cr_assert_eq(tg_graph_scope_cost(g, 1, &fc), TG_OK);
+    cr_assert_eq(fc.flops, tg_node_flops(y));
+    cr_assert_eq(fc.ops, 1);
+    cr_assert_eq(tg_graph_scope_cost(g, 0, &all), TG_OK);
+    cr_assert_eq(all.flops, 2.0 * 8 * 3 * 5 + 8 * 5 + 40 + 40 + 5 * 24);
+    cr_assert_eq(all.ops, 5);
+    /* bad arguments */
+    cr_assert_eq(tg_graph_scope_cost(g, 7, &c), TG_ERR_INVALID);
+    cr_assert(strstr(tg_last_error(), "scope 7 out of range"), "%s", tg_last_error());
+    cr_assert_eq(tg_node_cost(NULL, &c), TG_ERR_INVALID);
+    cr_assert(isnan(tg_node_flops(NULL)));
+    tg_graph_free(g);
+    tg_params_free(ps);
+}
+
+/* Every registered layer: a profiled summary with FLOPs and times, and a
+ * profiled diagram with its legend (one step each, default configs). */
+Test(summary, every_layer_profiles)
+{
+    tt_deadline(60);
+    static char out[OUT_MAX], err[4096];
+    for (int i = 0; i < tg_layer_class_count(); i++) {
+        const char *name = tg_layer_class_at(i)->name;
+        int rc = tt_run_tool_out(TT_ARGS("summary", name, "--profile", "--steps", "1", "--csv"),
+                                 out, sizeof out, err, sizeof err);
+        cr_assert_eq(rc, 0, "summary %s: %s", name, err);
+        cr_assert(!strncmp(out, "module,depth,output_shape,params,flops,bytes_kept,forward_ms,"
+                                "backward_ms\n", 70), "%s: %s", name, out);
+        const char *q = strchr(strchr(strchr(out, '\n') + 1, '"') + 1, '"');
+        double params, flops, bytes, fwd, bwd;
+        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf", &params, &flops, &bytes, &fwd, &bwd), 5,
+                     "%s: %s", name, out);
+        cr_assert(flops > 0 && bytes > 0 && fwd > 0 && bwd > 0, "%s: %s", name, out);
+        rc = tt_run_tool_out(TT_ARGS("dot", name, "--profile", "--steps", "1", "--depth", "1",
+                                     "-o", "-"),
+                             out, sizeof out, err, sizeof err);
+        cr_assert_eq(rc, 0, "dot %s: %s", name, err);
+        cr_assert(strstr(out, "legend [label=") && strstr(out, "\\nprofiled: "), "%s", name);
+    }
+}
