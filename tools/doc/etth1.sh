@@ -113,7 +113,10 @@ run_train() {
     [ -n "$THREADS" ] && set -- "$@" --threads "$THREADS"
     [ -n "$MAX_STEPS" ] && set -- "$@" --max-steps "$MAX_STEPS"
     rm -f "$dir/last.rc"
-    { "$TGRAPH" train "$@"; echo $? > "$dir/last.rc"; } | tee "$dir/last.out"
+    # A stop (Ctrl-C, kill) goes to train, which ends between steps: this
+    # subshell waits for its status (the trap), tee -i keeps its output
+    { trap : INT TERM HUP; "$TGRAPH" train "$@"; echo $? > "$dir/last.rc"; } |
+        tee -i "$dir/last.out"
     cat "$dir/last.out" >> "$dir/train.log"
     return "$(cat "$dir/last.rc" 2>/dev/null || echo 1)"
 }
