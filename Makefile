@@ -3,6 +3,7 @@
 #   make            build/libtgraph.a, build/libtgraph.so, build/tgraph
 #   make test       build and run the Criterion suites (installs Criterion if missing, as root)
 #   make run        the main job (see README)
+#   make etth1-table  the Crossformer paper's ETTh1 table, five horizons (tools/doc/etth1.sh)
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
 #   make func-length  functions a reader can hold: none over 80 lines in tools/, 120 elsewhere,
 #                   but those tests/func_length.allow lists with their reason (tests/func_length.sh)
@@ -67,7 +68,7 @@ TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 MAN    := $(BUILD)/tgraph.1
 
-.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk bench-gpt
+.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk bench-gpt etth1-table
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(MAN) headers
 
 $(BUILD)/%.o: %.c
@@ -173,6 +174,12 @@ README_CHECK ?= sh
 
 run: $(TOOL)
 	$(TOOL) train --out $(BUILD)/train --overwrite
+
+# The paper's ETTh1 table, all five horizons (hours on 2 cores; resumable: run it
+# again after a stop). RUNS_DIR, HORIZONS, SEEDS, THREADS, EXTRA, MAX_STEPS,
+# PLOTS: see tools/doc/etth1.sh.
+etth1-table: $(TOOL)
+	TGRAPH=$(TOOL) sh tools/doc/etth1.sh
 
 # Also run by `make test`.
 func-length:
