@@ -18,21 +18,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Seeded random data into a leaf: N(0, 1), or for masks 0 / -100 (as tgraph
- * bench and gradcheck draw them). */
-static tg_status fill(tg_node *n, bool differentiable, tg_rng *rng)
-{
-    const tg_tensor *v = tg_node_value(n);
-    tg_tensor *t = tg_tensor_new(TG_F32, v->rank, v->shape);
-    if (!t) return TG_ERR_NOMEM;
-    for (int64_t k = 0; k < t->numel; k++)
-        tg_tensor_set(t, k, differentiable ? tg_rng_normal(rng)
-                                           : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
-    tg_status st = tg_node_set(n, t);
-    tg_tensor_free(t);
-    return st;
-}
-
 /* One forward and backward; the seconds of each added to f and b. */
 static tg_status step(tg_cli_layer *c, const tg_tensor *dy, double *f, double *b)
 {
@@ -53,7 +38,7 @@ int tg_cli_train_graph(tg_cli_layer *c, const char *cmd, tg_rng *rng)
     bool no_params = tg_params_count(c->ps) == 0;
     for (int i = 0; i < c->n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
-        if (fill(c->in[i], spec->differentiable, rng) ||
+        if (tg_cli_random_input(c->layer, i, c->in[i], rng) ||
             (no_params && spec->differentiable && tg_node_set_requires_grad(c->in[i], true)))
             return tg_cli_fail(cmd, "input %s: %s", spec->name, tg_last_error());
     }

@@ -170,3 +170,24 @@ void tg_cli_layer_free(tg_cli_layer *c)
     tg_params_free(c->ps);
     memset(c, 0, sizeof *c);
 }
+
+/* Seeded random data: N(0, 1) for differentiable inputs; for masks 0 or -100
+ * (as make_case.py and gradcheck make them); token ids uniform in [0, ids). */
+static void fill_input(tg_tensor *t, bool differentiable, int64_t ids, tg_rng *rng)
+{
+    for (int64_t k = 0; k < t->numel; k++)
+        tg_tensor_set(t, k, ids ? (double)tg_rng_below(rng, (uint64_t)ids)
+                            : differentiable ? tg_rng_normal(rng)
+                                             : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
+}
+
+tg_status tg_cli_random_input(const tg_layer *layer, int i, tg_node *n, tg_rng *rng)
+{
+    const tg_layer_input *spec = tg_layer_input_at(layer, i);
+    tg_tensor *t = tg_tensor_new(spec->ids ? TG_I64 : TG_F32, spec->rank, spec->shape);
+    if (!t) return TG_ERR_NOMEM;   /* tg_tensor_new set the message */
+    fill_input(t, spec->differentiable, spec->ids, rng);
+    tg_status st = tg_node_set(n, t);
+    tg_tensor_free(t);
+    return st;
+}

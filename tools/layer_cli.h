@@ -36,6 +36,12 @@ void tg_cli_inputs_free(tg_cli_inputs *in);
 int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_config *cfg,
                        const tg_cli_inputs *files, tg_dtype dt, tg_rng *rng, bool grads);
 void tg_cli_layer_free(tg_cli_layer *c);
+/* Draw input i of the layer into node n through a temporary (so the process
+ * holds each input once, in its graph): N(0, 1) for differentiable inputs,
+ * masks 0 or -100 (as make_case.py and gradcheck make them), token ids
+ * uniform in [0, ids). The same rng state gives the same data. */
+tg_status tg_cli_random_input(const tg_layer *layer, int i, tg_node *n, tg_rng *rng);
+
 
 /* Add "KEY=VALUE" to cfg, printing the error; returns 0 or 2. */
 int tg_cli_set(const char *cmd, tg_config *cfg, const char *item);
