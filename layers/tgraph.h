@@ -79,6 +79,7 @@
 #include "dataset.h"
 #include "checkpoint.h"
 #include "trainer.h"
+#include "text.h"
 #include "layers.h"
 
 #endif
