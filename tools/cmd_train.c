@@ -16,20 +16,18 @@
  * Not here: the data pipeline and evaluation (train_loop.c), the model
  * (layers/), the optimizer (engine/train/optim.c), the loop (trainer.c).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "run_dir.h"
 #include "train_loop.h"
 
 #define CMD "train"
@@ -195,72 +193,6 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
     return 0;
 }
 
-/* ---- stopping on SIGINT, SIGTERM, SIGHUP ---- */
-
-/* The handler only records the signal; the epoch loop looks at it between
- * steps and stops at a safe point (no write half done, so no *.tmp.<pid>
- * left). SA_RESETHAND puts the default action back as the signal arrives:
- * a second Ctrl-C while stopping ends the process at once (the next run in
- * the directory then removes the temporary file a write left). */
-static volatile sig_atomic_t stop_signal;
-static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction saved_actions[3];
-static bool installed[3];
-
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
-/* A signal that is ignored when the run starts (nohup, a background job)
- * stays ignored. */
-static void signals_install(void)
-{
-    stop_signal = 0;
-    for (int i = 0; i < 3; i++) {
-        struct sigaction sa, old;
-        if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART | SA_RESETHAND;
-        installed[i] = sigaction(stop_signals[i], &sa, &saved_actions[i]) == 0;
-    }
-}
-
-/* Stopping: from now on any of the three signals acts at once. */
-static void signals_default(void)
-{
-    for (int i = 0; i < 3; i++)
-        if (installed[i]) signal(stop_signals[i], SIG_DFL);
-}
-
-static void signals_restore(void)
-{
-    for (int i = 0; i < 3; i++)
-        if (installed[i]) sigaction(stop_signals[i], &saved_actions[i], NULL);
-    memset(installed, 0, sizeof installed);
-}
-
-static const char *signal_name(int sig)
-{
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal";
-}
-
-/* An argument as a POSIX shell reads it back. */
-static void put_shell_arg(FILE *f, const char *a)
-{
-    bool plain = *a != '\0';
-    for (const char *p = a; *p && plain; p++)
-        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,@%",
-                       *p) != NULL;
-    if (plain) {
-        fprintf(f, " %s", a);
-        return;
-    }
-    fputs(" '", f);
-    for (const char *p = a; *p; p++)
-        if (*p == '\'') fputs("'\\''", f);
-        else fputc(*p, f);
-    fputc('\'', f);
-}
 
 /* What the run had saved when it stopped. */
 typedef struct last_saved {
@@ -272,27 +204,29 @@ typedef struct last_saved {
 /* The one line after a stop signal; returns the shell's exit status for it. */
 static int report_interrupt(const settings *s, const last_saved *ls, int sig)
 {
-    signals_default();
+    tg_rd_signals_default();
     if (s->progress) fprintf(stderr, "\n");
     fflush(stdout);
     if (!ls->ckpt) {
         fprintf(stderr, "tgraph train: interrupted (%s) before the first epoch ended; no checkpoint "
-                "was written: run the same command again to start over\n", signal_name(sig));
+                "was written: run the same command again to start over\n",
+                tg_rd_signal_name(sig));
         return 128 + sig;
     }
     fprintf(stderr, "tgraph train: interrupted (%s); last complete checkpoint: %s (epoch %lld); "
-            "resume with: tgraph train --resume", signal_name(sig), ls->ckpt, (long long)ls->epoch);
-    put_shell_arg(stderr, ls->ckpt);
+            "resume with: tgraph train --resume", tg_rd_signal_name(sig), ls->ckpt,
+            (long long)ls->epoch);
+    tg_rd_put_shell_arg(stderr, ls->ckpt);
     if (!ls->here) {
         /* the file resumed from holds the run's settings, not this command's changes */
         char num[64];
         if (s->set_out) {
             fputs(" --out", stderr);
-            put_shell_arg(stderr, s->out);
+            tg_rd_put_shell_arg(stderr, s->out);
         }
         if (s->set_data) {
             fputs(" --data", stderr);
-            put_shell_arg(stderr, s->data);
+            tg_rd_put_shell_arg(stderr, s->data);
             if (s->allow_data_change) fputs(" --allow-data-change", stderr);
         }
         if (s->set_epochs) fprintf(stderr, " --epochs %lld", (long long)s->epochs);
@@ -312,67 +246,6 @@ static int report_interrupt(const settings *s, const last_saved *ls, int sig)
     return 128 + sig;
 }
 
-/* ---- the output directory ---- */
-
-/* Whether two paths name the same existing directory. */
-static bool same_dir(const char *a, const char *b)
-{
-    struct stat x, y;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-/* The run files (checkpoint, best weights, metrics) present in rf->dir, as
- * "a, b, c" into buf; false when there are none. */
-static bool run_files_present(const tg_tl_files *rf, char *buf, size_t len)
-{
-    const char *paths[3] = {rf->ckpt, rf->best, rf->csv};
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < 3; i++)
-        if (access(paths[i], F_OK) == 0)
-            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
-                                   tg_tl_run_files[i]);
-    return at > 0;
-}
-
-/* --overwrite: the previous run's files go before this run writes any. */
-static int remove_run_files(const tg_tl_files *rf)
-{
-    const char *paths[6] = {rf->ckpt, rf->best, rf->csv, rf->svg, rf->dot, rf->dot_svg};
-    for (int i = 0; i < 6; i++)
-        if (remove(paths[i]) != 0 && errno != ENOENT)
-            return tg_cli_fail(CMD, "--overwrite: cannot remove %s: %s", paths[i], strerror(errno));
-    return 0;
-}
-
-/* Remove "<run file>.tmp.<pid>" files whose process is gone (a run killed
- * mid-write, by SIGKILL or a second Ctrl-C), saying so for each. */
-static void remove_stale_temps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *name = e->d_name, *rest = NULL;
-        for (int i = 0; i < 6 && !rest; i++) {
-            size_t n = strlen(tg_tl_run_files[i]);
-            if (!strncmp(name, tg_tl_run_files[i], n) && !strncmp(name + n, ".tmp.", 5))
-                rest = name + n + 5;
-        }
-        if (!rest || !*rest || strspn(rest, "0123456789") != strlen(rest)) continue;
-        errno = 0;
-        long long pid = strtoll(rest, NULL, 10);
-        bool alive = errno == 0 && pid > 0 && pid <= INT_MAX &&
-                     (pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM);
-        if (alive) continue;
-        char *path = tg_tl_path_join(dir, name);
-        if (path && remove(path) == 0)
-            fprintf(stderr, "tgraph train: removed %s (left by an interrupted run, process %s)\n",
-                    path, rest);
-        free(path);
-    }
-    closedir(d);
-}
 
 /* ---- the data's identity ---- */
 
@@ -474,7 +347,7 @@ typedef struct job {
 
 static void job_free(job *j)
 {
-    signals_restore();
+    tg_rd_signals_restore();
     free(j->order);
     free(j->resume_dir);
     free(j->resume_best);
@@ -817,7 +690,7 @@ static int parse_args(job *j, int argc, char **argv)
                            "its scaler on the data it is given)");
     if (j->s.threads && tg_threads_set((int)j->s.threads))
         return tg_cli_fail(CMD, "--threads %s", tg_last_error());
-    signals_install();
+    tg_rd_signals_install();
     return 0;
 }
 
@@ -872,9 +745,10 @@ static int check_out_dir(job *j)
 {
     const settings *s = &j->s;
     if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
-    j->continuing = s->resume && same_dir(j->resume_dir, s->out);
+    j->continuing = s->resume && tg_rd_same_dir(j->resume_dir, s->out);
     char found[256];
-    if (j->continuing || s->overwrite || !run_files_present(&j->rf, found, sizeof found)) return 0;
+    if (j->continuing || s->overwrite || !tg_rd_run_files_present(&j->rf, found, sizeof found))
+        return 0;
     if (s->resume)
         return tg_cli_fail(CMD, "--out %s already holds another run (%s): resuming %s there "
                            "would mix the two; continue that one with --resume %s, choose another "
@@ -926,7 +800,7 @@ static int setup_trainer(job *j)
                       .steps_per_epoch = steps, .patience = s->patience, .clip = s->clip,
                       .best_path = j->rf.best, .last_path = j->rf.ckpt, .batch = fill_batch,
                       .validate = validate, .check = check_first_loss, .progress = on_progress,
-                      .user = j, .stop = &stop_signal, .max_steps = s->max_steps};
+                      .user = j, .stop = &tg_rd_stop_signal, .max_steps = s->max_steps};
     tg_checkpoint_init(&t->state);
     tg_trainer_seed(t, (uint64_t)s->seed);
     if (!(t->state.scaler = tg_scaler_new(j->td.scaler->cols, j->td.scaler->mean,
@@ -963,12 +837,12 @@ static int start_run(job *j)
     const tg_tl_data *td = &j->td;
     char found[256], sp[64];
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
-    if (s->overwrite && !j->continuing && run_files_present(&j->rf, found, sizeof found)) {
-        if (remove_run_files(&j->rf)) return 2;
+    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found)) {
+        if (tg_rd_remove_run_files(&j->rf)) return 2;
         fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
                 "(%s)\n", s->out, found);
     }
-    remove_stale_temps(s->out);
+    tg_rd_remove_stale_temps(s->out);
     tg_tl_write_diagram(CMD, &j->rf, &j->m);
     printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", j->m.name,
            (long long)tg_params_numel(j->m.ps), td->d->source, (long long)td->d->rows,
@@ -1023,7 +897,7 @@ static int train(job *j)
     tg_trainer *t = &j->tr;
     j->t_line = tg_tl_now();
     if (!tg_trainer_run(t)) {
-        if (t->end == TG_TRAINER_STOPPED) return report_interrupt(&j->s, &j->ls, stop_signal);
+        if (t->end == TG_TRAINER_STOPPED) return report_interrupt(&j->s, &j->ls, tg_rd_stop_signal);
         return t->end == TG_TRAINER_MAX_STEPS ? report_max_steps(j) : 0;
     }
     switch (t->phase) {
