@@ -29,6 +29,7 @@
 #include "layer_cli.h"
 #include "run_dir.h"
 #include "train_loop.h"
+#include "train_text.h"
 
 #define CMD "train"
 
@@ -496,7 +497,9 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 
 enum { O_DATA, O_SPLIT, O_MODEL, O_SET, O_FEATURES, O_TARGET, O_EPOCHS, O_BATCH, O_LR, O_LRADJ,
        O_PATIENCE, O_SEED, O_THREADS, O_RECOMPUTE, O_OUT_DIR, O_OVERWRITE, O_RESUME, O_ALLOW_DATA,
-       O_OPTIM, O_WD, O_CLIP, O_MAX_STEPS, O_PROGRESS_EVERY, O_QUIET };
+       O_OPTIM, O_WD, O_CLIP, O_MAX_STEPS, O_PROGRESS_EVERY, O_QUIET,
+       /* training on text (train_text.c) */
+       O_TEXT, O_MIN_LR, O_WARMUP, O_DECAY, O_BETA1, O_BETA2, O_EVAL_INTERVAL, O_EVAL_ITERS };
 static const tg_opt opts[] = {
     [O_DATA] = {"--data", NULL, "FILE.csv",
                 "a header row, an optional date column (read: predict continues it), numeric "
@@ -575,6 +578,31 @@ static const tg_opt opts[] = {
                           "ETA epoch M:SS, run M:SS\n"
                           "Given on a terminal, plain lines are written there too"},
     [O_QUIET] = {"--quiet", "-q", NULL, "no progress on stderr (the epoch lines on stdout stay)"},
+    [O_TEXT] = {"--text", NULL, "FILE",
+                "train a character-level language model on a UTF-8 text file instead (nanoGPT's "
+                "shakespeare_char protocol, below): --model gpt (the default), its keys by --set "
+                "(defaults those of nanoGPT's config/train_shakespeare_char.py: n_layer=6 "
+                "n_head=6 n_embd=384 block_size=256 dropout=0.2 bias=false; vocab_size, B and T "
+                "come from the text, --batch-size and block_size). With --text the other "
+                "options' defaults are nanoGPT's too: --batch-size 64, --max-steps 5000 (its "
+                "max_iters), --lr 1e-3, --weight-decay 0.1 (AdamW, on parameters of rank >= 2 "
+                "only), --clip 1, --seed 1337, --out-dir runs/gpt; --data, --split, --epochs, "
+                "--patience, --lradj, --optim and the series options do not apply"},
+    [O_MIN_LR] = {"--min-lr", NULL, "F", "--text: the rate the cosine decays to (default 1e-4)"},
+    [O_WARMUP] = {"--warmup", NULL, "N",
+                  "--text: linear warmup steps, lr * (step + 1) / (N + 1) (default 100)"},
+    [O_DECAY] = {"--lr-decay-iters", NULL, "N",
+                 "--text: the step where the cosine reaches --min-lr (default --max-steps)"},
+    [O_BETA1] = {"--beta1", NULL, "F", "--text: AdamW's beta1 (default 0.9)"},
+    [O_BETA2] = {"--beta2", NULL, "F", "--text: AdamW's beta2 (default 0.99)"},
+    [O_EVAL_INTERVAL] = {"--eval-interval", NULL, "N",
+                         "--text: evaluate every N steps (default 250): the mean loss of "
+                         "--eval-iters random batches of each split, dropout off; printed "
+                         "(\"step N: train loss A, val loss B\"), a row of metrics.csv (step, "
+                         "train_loss, val_loss, lr), best.safetensors when the validation loss "
+                         "is the best so far, and checkpoint.safetensors"},
+    [O_EVAL_ITERS] = {"--eval-iters", NULL, "N", "--text: batches per split and evaluation "
+                      "(default 200)"},
 };
 
 /* A data or model option (--data --split --target --features --model --set)
@@ -684,7 +712,9 @@ static int parse_args(job *j, int argc, char **argv)
     const char *arg;
     int rc;
     while ((arg = tg_args_next(&a)))
-        if ((rc = parse_option(j, &a, arg))) return rc;
+        if (a.opt >= O_TEXT)
+            return tg_cli_fail(CMD, "%s applies to training on text (--text FILE)", arg);
+        else if ((rc = parse_option(j, &a, arg))) return rc;
     if (j->s.allow_data_change && !j->s.resume)
         return tg_cli_fail(CMD, "--allow-data-change only applies with --resume (a new run fits "
                            "its scaler on the data it is given)");
@@ -950,6 +980,7 @@ static int report(job *j)
 
 static int run(int argc, char **argv)
 {
+    if (tg_train_text_wanted(argc, argv)) return tg_train_text_run(argc, argv);
     job j = {.s = {.data = TG_BUILTIN_DATA, .out = "runs/train", .batch = 32, .patience = 3,
                    .lradj = TG_LR_TYPE1, .optim = TG_OPTIM_ADAM, .progress_every = 5}};
     tg_checkpoint_init(&j.resume_ck);
