@@ -50,7 +50,6 @@ Test(text, split_is_int_n_times_0_9_by_characters)
         tg_text_clear(&t);
         free(s);
     }
-    /* the protocol's numbers: 1,115,394 characters -> 1,003,854 train */
     tg_text t;
     char s[] = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
     load_str(s, &t);   /* 10 characters in 20 bytes: the split counts characters */
@@ -83,7 +82,8 @@ Test(text, invalid_utf8_names_the_byte_offset)
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         tg_text t;
-        cr_assert_eq(tg_text_from_utf8(bad[k].s, bad[k].len, "bad.txt", &t), TG_ERR_FORMAT, "%zu", k);
+        cr_assert_eq(tg_text_from_utf8(bad[k].s, bad[k].len, "bad.txt", &t), TG_ERR_FORMAT,
+                     "%zu", k);
         tt_assert_last_error("bad.txt: not valid UTF-8");
         tt_assert_last_error(bad[k].needle);
         cr_assert_null(t.ids);

@@ -275,7 +275,8 @@ static int get_settings(text_job *j)
                            "from %s; --max-steps, --text, --out-dir, --threads, --progress-every "
                            "and --quiet can)", s->fixed, s->resume);
     const char *model = tg_checkpoint_meta(ck, "model"), *config = tg_checkpoint_meta(ck, "config");
-    const char *text = tg_checkpoint_meta(ck, "text"), *evals = tg_checkpoint_meta(ck, "text.evals");
+    const char *text = tg_checkpoint_meta(ck, "text");
+    const char *evals = tg_checkpoint_meta(ck, "text.evals");
     if (!model || !config || !text || !tg_checkpoint_meta(ck, TG_TEXT_META_VOCAB))
         return tg_cli_fail(CMD, "--resume %s: not a checkpoint of tgraph train --text (its "
                            "metadata lacks the run's settings)", s->resume);
@@ -314,7 +315,8 @@ static int check_resume_text(text_job *j)
     char size[32], hash[32];
     snprintf(size, sizeof size, "%llu", (unsigned long long)j->id.size);
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)j->id.hash);
-    const char *os = tg_checkpoint_meta(ck, "data.size"), *oh = tg_checkpoint_meta(ck, "data.fnv1a64");
+    const char *os = tg_checkpoint_meta(ck, "data.size");
+    const char *oh = tg_checkpoint_meta(ck, "data.fnv1a64");
     if (os && oh && j->id.regular && !strcmp(os, size) && !strcmp(oh, hash)) return 0;
     return tg_cli_fail(CMD, "--text %s (%s bytes, fnv1a64 %s) is not the text of the run in %s "
                        "(%s, %s bytes, fnv1a64 %s): its vocabulary and validation loss belong to "
@@ -435,7 +437,8 @@ static tg_status fill_batch(void *user, int64_t epoch, int64_t k, tg_rng *rng)
 static tg_status estimate(text_job *j, tg_text_split split, int64_t step, double *mean)
 {
     tg_rng r;
-    tg_rng_seed(&r, (uint64_t)j->s.seed ^ 0x65766131ull ^ (uint64_t)step << 20 ^ (uint64_t)split << 60);
+    tg_rng_seed(&r, (uint64_t)j->s.seed ^ 0x65766131ull ^ (uint64_t)step << 20 ^
+                        (uint64_t)split << 60);
     double sum = 0;
     for (int64_t k = 0; k < j->s.eval_iters; k++) {
         tg_status st = tg_text_batch(&j->text, split, &r, (tg_tensor *)tg_node_value(j->eidx),
@@ -527,7 +530,8 @@ static int prepare_out_dir(text_job *j)
     bool present = tg_rd_run_files_present(&j->rf, found, sizeof found);
     if (present && !j->continuing && !s->overwrite)
         return tg_cli_fail(CMD, "--out-dir %s already holds a run (%s): continue it with "
-                           "--resume %s, or replace it with --overwrite", s->out, found, j->rf.ckpt);
+                           "--resume %s, or replace it with --overwrite", s->out, found,
+                           j->rf.ckpt);
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
     if (present && !j->continuing) {
         if (tg_rd_remove_run_files(&j->rf)) return 2;

@@ -27,14 +27,16 @@ static int utf8_get(const unsigned char *s, size_t len, uint32_t *cp)
         *cp = c;
         return 1;
     }
-    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+            : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     if (!n || (size_t)n > len) return 0;
     uint32_t v = c & (0x7f >> n);
     for (int i = 1; i < n; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
         v = v << 6 | (s[i] & 0x3f);
     }
-    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) || (n == 4 && (v < 0x10000 || v > 0x10ffff)))
+    if ((n == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+        (n == 4 && (v < 0x10000 || v > 0x10ffff)))
         return 0;
     *cp = v;
     return n;

@@ -1,0 +1,199 @@
+/*
+ * test_train_text.c - `tgraph train --text` and `tgraph sample` on a tiny
+ * GPT and a text written by the test: the run evaluates at step 0 and every
+ * --eval-interval (printed lines, metrics.csv rows), stores the vocabulary
+ * in its checkpoints, and a run stopped by --max-steps mid-interval and
+ * resumed gives the bits of the straight run (every tensor of the
+ * checkpoint, the metrics); a second run into the same directory is refused;
+ * bad input exits 2 naming it (not UTF-8 with its byte offset, too little
+ * text with the counts, options of the other kind of training, a changed
+ * text on resume); sample is deterministic for a seed, differs for another,
+ * writes only the vocabulary's characters after the prompt, and names
+ * prompt characters the model does not know.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void setup(void) { tt_deadline(60); }
+TestSuite(train_text, .init = setup);
+
+static char out[1 << 16], err[1 << 16];
+
+/* A small text of `n` characters: verse-like lines over 20 letters. */
+static const char *write_text(const char *name, int n)
+{
+    const char *p = tt_path(name);
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f);
+    static const char words[][8] = {"the", "king", "and", "queen", "of", "rome", "shall",
+                                    "speak", "no", "more"};
+    int at = 0;
+    for (int i = 0; at < n; i++) {
+        const char *w = words[(i * 7 + i / 3) % 10];
+        for (const char *c = w; *c && at < n; c++, at++) fputc(*c, f);
+        if (at < n) fputc(i % 6 == 5 ? '\n' : ' ', f), at++;
+    }
+    fclose(f);
+    return p;
+}
+
+#define TINY "--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16", "--set", \
+             "block_size=8", "--set", "dropout=0", "--batch-size", "4", "--eval-iters", "2", \
+             "--warmup", "2", "--lr", "1e-2", "--quiet"
+
+Test(train_text, run_evaluates_and_checkpoints_the_vocabulary)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool_out(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "8",
+                                     "--eval-interval", "4", "--out-dir", o),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert_not_null(strstr(out, "step 0: train loss "), "%s", out);
+    cr_assert_not_null(strstr(out, "step 4: train loss "), "%s", out);
+    cr_assert_not_null(strstr(out, "step 8: train loss "), "%s", out);
+    cr_assert_not_null(strstr(out, "vocabulary 21"), "%s", out);   /* 19 letters, ' ', '\n' */
+    char path[256];
+    snprintf(path, sizeof path, "%s/metrics.csv", o);
+    char *csv = tt_slurp(path, NULL);
+    cr_assert_eq(strncmp(csv, "step,train_loss,val_loss,lr\n0,", 30), 0, "%s", csv);
+    cr_assert_not_null(strstr(csv, "\n4,"), "%s", csv);
+    cr_assert_not_null(strstr(csv, "\n8,"), "%s", csv);
+    /* the loss at step 0 is about ln(21) = 3.04 (a fresh model is near uniform) */
+    double l0 = strtod(csv + 30, NULL);
+    cr_assert(l0 > 2.5 && l0 < 3.6, "step 0 train loss %g", l0);
+    free(csv);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", o);
+    tg_st_file *f;
+    cr_assert_eq(tg_st_load(path, &f), TG_OK, "%s", tg_last_error());
+    const char *v = tg_st_meta_find(f, "text.vocab");
+    cr_assert_not_null(v);
+    cr_assert_eq(strncmp(v, "10 32 97 ", 9), 0, "%s", v);
+    cr_assert_not_null(tg_st_find(f, "transformer.wte.weight"));
+    tg_st_free(f);
+    snprintf(path, sizeof path, "%s/best.safetensors", o);
+    cr_assert_eq(access(path, F_OK), 0);
+    /* the same directory again: refused */
+    tt_expect_cli_error(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "4", "--out-dir", o),
+                        "already holds a run", "--resume");
+}
+
+/* Every tensor of two checkpoints is the same (but the history's times). */
+static void assert_same_checkpoint(const char *a, const char *b)
+{
+    tg_st_file *fa, *fb;
+    cr_assert_eq(tg_st_load(a, &fa), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_st_load(b, &fb), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_st_count(fa), tg_st_count(fb));
+    for (int i = 0; i < tg_st_count(fa); i++) {
+        const char *name = tg_st_name(fa, i);
+        if (!strcmp(name, "tgraph.history")) continue;
+        const tg_tensor *x = tg_st_tensor(fa, i), *y = tg_st_find(fb, name);
+        cr_assert_not_null(y, "%s", name);
+        cr_assert_eq(x->numel, y->numel, "%s", name);
+        cr_assert_eq(memcmp(x->data, y->data, (size_t)x->numel * tg_dtype_size(x->dtype)), 0,
+                     "%s differs", name);
+    }
+    cr_assert_str_eq(tg_st_meta_find(fa, "text.evals"), tg_st_meta_find(fb, "text.evals"));
+    cr_assert_str_eq(tg_st_meta_find(fa, "step"), tg_st_meta_find(fb, "step"));
+    tg_st_free(fa);
+    tg_st_free(fb);
+}
+
+Test(train_text, resume_from_max_steps_gives_the_straight_run)
+{
+    const char *txt = write_text("in.txt", 600);
+    const char *a = tt_path("straight"), *b = tt_path("split");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "8",
+                                 "--eval-interval", "3", "--out-dir", a), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    /* the schedule must not depend on --max-steps: fix lr_decay_iters */
+    rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "5",
+                             "--lr-decay-iters", "8", "--eval-interval", "3", "--out-dir", b),
+                     err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char ck[256], ca[256], mb[256], ma[256];
+    snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", b);
+    rc = tt_run_tool_out(TT_ARGS("train", "--resume", ck, "--max-steps", "8", "--quiet"), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_not_null(strstr(out, "resumed from"), "%s", out);
+    snprintf(ca, sizeof ca, "%s/checkpoint.safetensors", a);
+    assert_same_checkpoint(ca, ck);
+    snprintf(ma, sizeof ma, "%s/metrics.csv", a);
+    snprintf(mb, sizeof mb, "%s/metrics.csv", b);
+    char *x = tt_slurp(ma, NULL), *y = tt_slurp(mb, NULL);
+    cr_assert_str_eq(x, y);
+    free(x), free(y);
+    /* the same run on other bytes: refused */
+    FILE *f = fopen(txt, "ab");
+    fputs("more", f);
+    fclose(f);
+    tt_expect_cli_error(TT_ARGS("train", "--resume", ck, "--max-steps", "9"),
+                        "is not the text of the run", "fnv1a64");
+    tt_expect_cli_error(TT_ARGS("train", "--resume", ck, "--lr", "1"),
+                        "--lr cannot be changed when resuming", NULL);
+}
+
+Test(train_text, bad_text_and_options_are_named)
+{
+    const char *p = tt_path("bad.txt");
+    FILE *f = fopen(p, "wb");
+    fputs("hello w\xc3\x28rld", f);
+    fclose(f);
+    tt_expect_cli_error(TT_ARGS("train", "--text", p, "--out-dir", tt_path("r1")),
+                        "not valid UTF-8 at byte offset 7", "bad.txt");
+    const char *small = write_text("small.txt", 40);   /* 36 train, 4 validation */
+    tt_expect_cli_error(TT_ARGS("train", "--text", small, "--set", "block_size=8", "--out-dir",
+                                tt_path("r2")),
+                        "validation split", "has 4 characters; one window of block_size 8 needs 9");
+    tt_expect_cli_error(TT_ARGS("train", "--text", small, "--epochs", "3"),
+                        "--epochs does not apply to training on text", NULL);
+    tt_expect_cli_error(TT_ARGS("train", "--min-lr", "1e-4"),
+                        "--min-lr applies to training on text", NULL);
+    tt_expect_cli_error(TT_ARGS("train", "--text", tt_path("missing/x.txt")), "missing/x.txt",
+                        NULL);
+}
+
+Test(train_text, sample_is_deterministic_for_a_seed)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "6",
+                                 "--eval-interval", "3", "--out-dir", o), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char ck[256];
+    snprintf(ck, sizeof ck, "%s/best.safetensors", o);
+    static char a[4096], b[4096], c[4096];
+    rc = tt_run_tool_out(TT_ARGS("sample", "--checkpoint", ck, "--prompt", "the king",
+                                 "--tokens", "40", "--seed", "5"), a, sizeof a, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_not_null(strstr(err, "tokens/s"), "%s", err);
+    rc = tt_run_tool_out(TT_ARGS("sample", "--checkpoint", ck, "--prompt", "the king",
+                                 "--tokens", "40", "--seed", "5"), b, sizeof b, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    rc = tt_run_tool_out(TT_ARGS("sample", "--checkpoint", ck, "--prompt", "the king",
+                                 "--tokens", "40", "--seed", "6", "--temperature", "1.5"), c,
+                         sizeof c, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(a, b);
+    cr_assert_str_neq(a, c);
+    /* the prompt, 40 characters of the text's alphabet, a newline */
+    cr_assert_eq(strncmp(a, "the king", 8), 0, "%s", a);
+    cr_assert_eq(strlen(a), 8 + 40 + 1, "%s", a);
+    for (const char *s = a; *s; s++)
+        cr_assert(strchr("abcdefghijklmnopqrstuvwxyz \n", *s), "'%c' in %s", *s, a);
+    /* top-k 1 is the argmax: the same text for any seed */
+    rc = tt_run_tool_out(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "20", "--top-k", "1",
+                                 "--seed", "1"), a, sizeof a, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    rc = tt_run_tool_out(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "20", "--top-k", "1",
+                                 "--seed", "2"), b, sizeof b, err, sizeof err);
+    cr_assert_str_eq(a, b);
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--prompt", "KING x"),
+                        "--prompt: characters not in the model's vocabulary",
+                        "'K' (U+004B), 'I' (U+0049), 'N' (U+004E), 'G' (U+0047), 'x' (U+0078)");
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", txt), "--checkpoint", NULL);
+}
