@@ -55,14 +55,14 @@ Test(train_text, run_evaluates_and_checkpoints_the_vocabulary)
     cr_assert_not_null(strstr(out, "step 0: train loss "), "%s", out);
     cr_assert_not_null(strstr(out, "step 4: train loss "), "%s", out);
     cr_assert_not_null(strstr(out, "step 8: train loss "), "%s", out);
-    cr_assert_not_null(strstr(out, "vocabulary 21"), "%s", out);   /* 19 letters, ' ', '\n' */
+    cr_assert_not_null(strstr(out, "vocabulary 20"), "%s", out);   /* 18 letters, space, newline */
     char path[256];
     snprintf(path, sizeof path, "%s/metrics.csv", o);
     char *csv = tt_slurp(path, NULL);
     cr_assert_eq(strncmp(csv, "step,train_loss,val_loss,lr\n0,", 30), 0, "%s", csv);
     cr_assert_not_null(strstr(csv, "\n4,"), "%s", csv);
     cr_assert_not_null(strstr(csv, "\n8,"), "%s", csv);
-    /* the loss at step 0 is about ln(21) = 3.04 (a fresh model is near uniform) */
+    /* the loss at step 0 is about ln(20) = 3.00 (a fresh model is near uniform) */
     double l0 = strtod(csv + 30, NULL);
     cr_assert(l0 > 2.5 && l0 < 3.6, "step 0 train loss %g", l0);
     free(csv);
@@ -76,6 +76,11 @@ Test(train_text, run_evaluates_and_checkpoints_the_vocabulary)
     tg_st_free(f);
     snprintf(path, sizeof path, "%s/best.safetensors", o);
     cr_assert_eq(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/loss.svg", o);
+    char *svg = tt_slurp(path, NULL);
+    cr_assert_not_null(strstr(svg, "data-series=\"train\""));
+    cr_assert_not_null(strstr(svg, "data-series=\"val\""));
+    free(svg);
     /* the same directory again: refused */
     tt_expect_cli_error(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "4", "--out-dir", o),
                         "already holds a run", "--resume");

@@ -15,7 +15,7 @@
  *     "step N: train loss A, val loss B" and a row of metrics.csv (step,
  *     train_loss, val_loss, lr); best.safetensors when the validation loss
  *     is the best so far; checkpoint.safetensors after each evaluation (and
- *     at --max-steps) resumes exactly.
+ *     at --max-steps) resumes exactly; loss.svg draws the two curves.
  *
  * An "epoch" of the trainer is one eval interval. The evaluation batches
  * come from an RNG seeded by (seed, step), so they neither disturb the
@@ -491,6 +491,29 @@ static tg_status write_metrics(FILE *f, void *ctx)
     return ferror(f) ? tg_set_error(TG_ERR_IO, "writing metrics.csv") : TG_OK;
 }
 
+/* metrics.csv, and loss.svg: train and val loss against steps. */
+static tg_status write_curves(text_job *j)
+{
+    if (tg_write_atomic(j->rf.csv, write_metrics, j)) return TG_ERR_IO;
+    int n = 0;
+    for (const char *c = j->evals; c && *c; c++) n += *c == '\n';
+    double *x = malloc(sizeof *x * (size_t)(3 * n + 1)), *tr = x + n, *va = x + 2 * n;
+    if (!x) return tg_set_error(TG_ERR_NOMEM, "out of memory");
+    const char *c = j->evals;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        x[i] = strtod(c, &end);
+        tr[i] = strtod(end + 1, &end);
+        va[i] = strtod(end + 1, &end);
+        c = strchr(end, '\n') + 1;
+    }
+    tg_series s[2] = {{"train", x, tr, n}, {"val", x, va, n}};
+    tg_status st = tg_svg_lines(j->rf.svg, "training curves", "step", "loss (nats per character)",
+                                s, 2);
+    free(x);
+    return st;
+}
+
 static tg_status on_progress(void *user, const tg_trainer_progress *p)
 {
     text_job *j = user;
@@ -504,7 +527,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
         fflush(stderr);
         return TG_OK;
     }
-    if (p->event == TG_TRAINER_EVENT_EPOCH && tg_write_atomic(j->rf.csv, write_metrics, j)) {
+    if (p->event == TG_TRAINER_EVENT_EPOCH && write_curves(j)) {
         fprintf(stderr, "tgraph train: %s\n", tg_last_error());
         return TG_ERR_IO;
     }
