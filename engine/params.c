@@ -18,6 +18,9 @@ struct tg_params {
     tg_param **items;       /* creation order */
     int       *table;       /* open addressing: index+1 into items, 0 = empty */
     int        table_cap;   /* power of two, > 2*count */
+    int        n_alias;     /* tied names (tg_params_alias), a short list */
+    char     **alias_name;
+    tg_param **alias_target;
 };
 
 /* A parameter as the store allocates it: the public struct plus its owner, so
@@ -64,6 +67,9 @@ static void param_free(tg_param *p)
 static void params_destroy(tg_params *ps)
 {
     for (int i = 0; i < ps->count; i++) param_free(ps->items[i]);
+    for (int i = 0; i < ps->n_alias; i++) tg__free(ps->alias_name[i]);
+    tg__free(ps->alias_name);
+    tg__free(ps->alias_target);
     tg__free(ps->items);
     tg__free(ps->table);
     tg__free(ps);
@@ -127,9 +133,52 @@ tg_param *tg_params_find(const tg_params *ps, const char *name)
 {
     TG__NONNULL(ps, NULL);
     TG__NONNULL(name, NULL);
-    if (!ps->table_cap) return NULL;
-    int at = ps->table[table_slot(ps, name)];
-    return at ? ps->items[at - 1] : NULL;
+    int at = ps->table_cap ? ps->table[table_slot(ps, name)] : 0;
+    if (at) return ps->items[at - 1];
+    for (int i = 0; i < ps->n_alias; i++)
+        if (!strcmp(ps->alias_name[i], name)) return ps->alias_target[i];
+    return NULL;
+}
+
+tg_status tg_params_alias(tg_params *ps, const char *alias, tg_param *p)
+{
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(alias, TG_ERR_INVALID);
+    TG__NONNULL(p, TG_ERR_INVALID);
+    if (tg__param_owner(p) != ps)
+        return tg_set_error(TG_ERR_INVALID, "params: cannot tie '%s' to '%s' of another store",
+                            alias, p->name);
+    if (!*alias) return tg_set_error(TG_ERR_INVALID, "params: empty alias name");
+    if (tg_params_find(ps, alias))
+        return tg_set_error(TG_ERR_INVALID, "params: a parameter named '%s' already exists", alias);
+    int n = ps->n_alias + 1;
+    char **names = tg__realloc(ps->alias_name, (size_t)n * sizeof *names);
+    if (names) ps->alias_name = names;
+    tg_param **targets = names ? tg__realloc(ps->alias_target, (size_t)n * sizeof *targets) : NULL;
+    if (targets) ps->alias_target = targets;
+    char *copy = targets ? tg__strdup(alias) : NULL;
+    if (!copy) return tg_set_error(TG_ERR_NOMEM, "params: out of memory adding alias '%s'", alias);
+    ps->alias_name[ps->n_alias] = copy;
+    ps->alias_target[ps->n_alias++] = p;
+    return TG_OK;
+}
+
+int tg_params_alias_count(const tg_params *ps)
+{
+    TG__NONNULL(ps, 0);
+    return ps->n_alias;
+}
+
+const char *tg_params_alias_name(const tg_params *ps, int i)
+{
+    TG__NONNULL(ps, NULL);
+    return i >= 0 && i < ps->n_alias ? ps->alias_name[i] : NULL;
+}
+
+tg_param *tg_params_alias_target(const tg_params *ps, int i)
+{
+    TG__NONNULL(ps, NULL);
+    return i >= 0 && i < ps->n_alias ? ps->alias_target[i] : NULL;
 }
 
 static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t *shape,

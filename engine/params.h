@@ -56,9 +56,22 @@ tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const ch
 #endif
     ;
 
-/* Look up by exact name; NULL when absent (no error recorded; a NULL ps or
- * name is an error: NULL and tg_last_error()). */
+/* Look up by exact name (an alias finds its parameter); NULL when absent (no
+ * error recorded; a NULL ps or name is an error: NULL and tg_last_error()). */
 tg_param *tg_params_find(const tg_params *ps, const char *name);
+
+/* Tied weights: `alias` becomes a second state_dict name of parameter p
+ * (nanoGPT's lm_head.weight is transformer.wte.weight), as PyTorch's
+ * state_dict lists a shared tensor under both names. It is no parameter of its
+ * own (tg_params_count and tg_params_at do not see it; p has one gradient),
+ * but tg_params_find finds p under it, tg_params_load accepts it (its values
+ * must equal p's when the file has both names; alone it sets p) and
+ * tg_params_save writes p under both names. Errors: the name exists, p is
+ * of another store. */
+tg_status   tg_params_alias(tg_params *ps, const char *alias, tg_param *p);
+int         tg_params_alias_count(const tg_params *ps);
+const char *tg_params_alias_name(const tg_params *ps, int i);     /* NULL out of range */
+tg_param   *tg_params_alias_target(const tg_params *ps, int i);   /* NULL out of range */
 
 /* Parameters in creation order. */
 int       tg_params_count(const tg_params *ps);

@@ -295,10 +295,10 @@ static int ap_inputs(const void *vc, tg_layer_input *in)
     const tg_assa_paper_config *c = vc;
     int64_t wh, ww;
     win_hw(&c->win_size, &wh, &ww);
-    in[0] = (tg_layer_input){"x", "B_ N dim", 3, {c->B_, wh * ww, c->dim}, true};
+    in[0] = (tg_layer_input){"x", "B_ N dim", 3, {c->B_, wh * ww, c->dim}, true, 0};
     if (c->mask_windows <= 0) return 1;
     in[1] = (tg_layer_input){"mask", "mask_windows N N", 3, {c->mask_windows, wh * ww, wh * ww},
-                             false};
+                             false, 0};
     return 2;
 }
 

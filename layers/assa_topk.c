@@ -155,7 +155,7 @@ static tg_status at_check(const void *vc)
 static int at_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_assa_topk_config *c = vc;
-    in[0] = (tg_layer_input){"x", "B N embed_dim", 3, {c->B, c->N, c->embed_dim}, true};
+    in[0] = (tg_layer_input){"x", "B N embed_dim", 3, {c->B, c->N, c->embed_dim}, true, 0};
     return 1;
 }
 

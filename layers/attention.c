@@ -202,9 +202,9 @@ static tg_status fa_check(const void *vc)
 static int fa_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_full_attention_config *c = vc;
-    in[0] = (tg_layer_input){"q", "B L H E", 4, {c->B, c->L, c->H, c->E}, true};
-    in[1] = (tg_layer_input){"k", "B S H E", 4, {c->B, c->S, c->H, c->E}, true};
-    in[2] = (tg_layer_input){"v", "B S H D", 4, {c->B, c->S, c->H, c->D}, true};
+    in[0] = (tg_layer_input){"q", "B L H E", 4, {c->B, c->L, c->H, c->E}, true, 0};
+    in[1] = (tg_layer_input){"k", "B S H E", 4, {c->B, c->S, c->H, c->E}, true, 0};
+    in[2] = (tg_layer_input){"v", "B S H D", 4, {c->B, c->S, c->H, c->D}, true, 0};
     return 3;
 }
 
@@ -281,12 +281,12 @@ static int al_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_attention_layer_config *c = vc;
     if (c->self_attention) {
-        in[0] = (tg_layer_input){"x", "B L d_model", 3, {c->B, c->L, c->d_model}, true};
+        in[0] = (tg_layer_input){"x", "B L d_model", 3, {c->B, c->L, c->d_model}, true, 0};
         return 1;
     }
-    in[0] = (tg_layer_input){"q", "B L d_model", 3, {c->B, c->L, c->d_model}, true};
-    in[1] = (tg_layer_input){"k", "B S d_model", 3, {c->B, c->S, c->d_model}, true};
-    in[2] = (tg_layer_input){"v", "B S d_model", 3, {c->B, c->S, c->d_model}, true};
+    in[0] = (tg_layer_input){"q", "B L d_model", 3, {c->B, c->L, c->d_model}, true, 0};
+    in[1] = (tg_layer_input){"k", "B S d_model", 3, {c->B, c->S, c->d_model}, true, 0};
+    in[2] = (tg_layer_input){"v", "B S d_model", 3, {c->B, c->S, c->d_model}, true, 0};
     return 3;
 }
 

@@ -333,7 +333,7 @@ static tg_status ax_check(const void *vc)
 static int ax_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_axial_attention_config *c = vc;
-    in[0] = (tg_layer_input){"x", "shape", c->shape.n, {0}, true};
+    in[0] = (tg_layer_input){"x", "shape", c->shape.n, {0}, true, 0};
     memcpy(in[0].shape, c->shape.v, (size_t)c->shape.n * sizeof *c->shape.v);
     return 1;
 }

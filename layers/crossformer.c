@@ -364,7 +364,7 @@ static tg_status cf_check(const void *vc)
 static int cf_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_crossformer_config *c = vc;
-    in[0] = (tg_layer_input){"x", "B seq_len enc_in", 3, {c->B, c->seq_len, c->enc_in}, true};
+    in[0] = (tg_layer_input){"x", "B seq_len enc_in", 3, {c->B, c->seq_len, c->enc_in}, true, 0};
     return 1;
 }
 

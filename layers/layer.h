@@ -40,7 +40,9 @@ typedef struct tg_layer_input {
                                       "B L H E", "b ts_d seg_num d_model", "shape", "B_ N dim" */
     int         rank;
     int64_t     shape[TG_MAX_RANK];
-    bool        differentiable;    /* false for masks */
+    bool        differentiable;    /* false for masks and token ids */
+    int64_t     ids;               /* > 0: int64 token ids in [0, ids) (gpt's idx: vocab_size);
+                                      0: a float input of the graph's dtype */
 } tg_layer_input;
 
 typedef struct tg_layer_outputs {

@@ -13,5 +13,6 @@
 #include "seg_merging.h"
 #include "crossformer.h"
 #include "linear_forecast.h"
+#include "gpt.h"
 
 #endif

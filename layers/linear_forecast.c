@@ -80,7 +80,7 @@ static tg_status lf_check(const void *vc)
 static int lf_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_linear_forecast_config *c = vc;
-    in[0] = (tg_layer_input){"x", "B seq_len enc_in", 3, {c->B, c->seq_len, c->enc_in}, true};
+    in[0] = (tg_layer_input){"x", "B seq_len enc_in", 3, {c->B, c->seq_len, c->enc_in}, true, 0};
     return 1;
 }
 

@@ -141,7 +141,7 @@ static int sm_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_seg_merging_config *c = vc;
     in[0] = (tg_layer_input){"x", "b ts_d seg_num d_model", 4,
-                             {c->b, c->ts_d, c->seg_num, c->d_model}, true};
+                             {c->b, c->ts_d, c->seg_num, c->d_model}, true, 0};
     return 1;
 }
 

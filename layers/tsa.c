@@ -213,7 +213,7 @@ static int tsa_inputs(const void *vc, tg_layer_input *in)
 {
     const tg_tsa_config *c = vc;
     in[0] = (tg_layer_input){"x", "b ts_d seg_num d_model", 4,
-                             {c->b, c->ts_d, c->seg_num, c->d_model}, true};
+                             {c->b, c->ts_d, c->seg_num, c->d_model}, true, 0};
     return 1;
 }
 

@@ -86,7 +86,7 @@ static void run_oracle_case(const char *name, double atol, double rtol, int plan
         char file[64];
         snprintf(file, sizeof file, "%s.npy", spec->name);
         x[i] = tt_load(dir, file);
-        in[i] = tg_input(g, spec->name, TG_F32, spec->rank, spec->shape);
+        in[i] = tg_input(g, spec->name, spec->ids ? TG_I64 : TG_F32, spec->rank, spec->shape);
         cr_assert_eq(tg_node_set(in[i], x[i]), TG_OK, "%s input %s: %s", name, spec->name,
                      tg_last_error());
         if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
@@ -181,11 +181,12 @@ int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, u
     int n = tg_layer_input_count(l);
     for (int i = 0; i < n; i++) {
         const tg_layer_input *spec = tg_layer_input_at(l, i);
-        in[i] = tg_input(g, spec->name, TG_F64, spec->rank, spec->shape);
+        in[i] = tg_input(g, spec->name, spec->ids ? TG_I64 : TG_F64, spec->rank, spec->shape);
         tg_tensor *t = (tg_tensor *)tg_node_value(in[i]);
         for (int64_t k = 0; k < t->numel; k++)
-            tg_tensor_set(t, k, spec->differentiable ? tg_rng_normal(&rng)
-                                                     : (tg_rng_uniform(&rng) < 0.3 ? -100 : 0));
+            tg_tensor_set(t, k, spec->ids ? (double)tg_rng_below(&rng, (uint64_t)spec->ids)
+                                : spec->differentiable ? tg_rng_normal(&rng)
+                                : (tg_rng_uniform(&rng) < 0.3 ? -100 : 0));
         if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
     }
     tg_layer_outputs out;

@@ -27,7 +27,7 @@ static built build(const char *layer, const char *const *sets, int n)
     tg_node *in[TG_MAX_LAYER_INPUTS];
     for (int i = 0; i < tg_layer_input_count(b.l); i++) {
         const tg_layer_input *s = tg_layer_input_at(b.l, i);
-        in[i] = tg_input(b.g, s->name, TG_F32, s->rank, s->shape);
+        in[i] = tg_input(b.g, s->name, s->ids ? TG_I64 : TG_F32, s->rank, s->shape);
         if (s->differentiable) tg_node_set_requires_grad(in[i], true);
     }
     cr_assert_eq(tg_layer_build(b.l, b.g, in, &b.out), TG_OK, "%s", tg_last_error());

@@ -230,6 +230,12 @@ Test(schema, layer_defaults_come_from_the_key_tables)
         seen++;
     }
     seen++;   /* linear_forecast: no tg_X_defaults(); its table is its only default */
+    {   /* make_case.py gpt's defaults: a toy GPTConfig (nanoGPT's own is GPT-2's) */
+        tg_gpt_config c = tg_gpt_defaults();
+        cr_assert(c.bias && c.dropout == 0 && c.n_layer == 2 && c.vocab_size == 11);
+        same_as_table("gpt", &c, sizeof c);
+        seen++;
+    }
     cr_assert_eq(seen, tg_layer_class_count(), "a layer was added: check its defaults here");
     /* and every table resolves its own defaults (ranges included) */
     for (int i = 0; i < tg_layer_class_count(); i++) {

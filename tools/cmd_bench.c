@@ -101,12 +101,13 @@ static int infer_step(void *ctx)
 }
 
 /* Seeded random data: N(0, 1) for differentiable inputs; for masks 0 or -100
- * (as make_case.py and gradcheck make them). */
-static void fill_input(tg_tensor *t, bool differentiable, tg_rng *rng)
+ * (as make_case.py and gradcheck make them); token ids uniform in [0, ids). */
+static void fill_input(tg_tensor *t, bool differentiable, int64_t ids, tg_rng *rng)
 {
     for (int64_t k = 0; k < t->numel; k++)
-        tg_tensor_set(t, k, differentiable ? tg_rng_normal(rng)
-                                           : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
+        tg_tensor_set(t, k, ids ? (double)tg_rng_below(rng, (uint64_t)ids)
+                            : differentiable ? tg_rng_normal(rng)
+                                             : (tg_rng_uniform(rng) < 0.3 ? -100.0 : 0.0));
 }
 
 /* Draw input i of the layer (randn; masks 0/-100) into node n through a
@@ -115,9 +116,9 @@ static void fill_input(tg_tensor *t, bool differentiable, tg_rng *rng)
 static tg_status set_input(const tg_layer *layer, int i, tg_node *n, tg_rng *rng)
 {
     const tg_layer_input *spec = tg_layer_input_at(layer, i);
-    tg_tensor *t = tg_tensor_new(TG_F32, spec->rank, spec->shape);
+    tg_tensor *t = tg_tensor_new(spec->ids ? TG_I64 : TG_F32, spec->rank, spec->shape);
     if (!t) return TG_ERR_NOMEM;   /* tg_tensor_new set the message */
-    fill_input(t, spec->differentiable, rng);
+    fill_input(t, spec->differentiable, spec->ids, rng);
     tg_status st = tg_node_set(n, t);
     tg_tensor_free(t);
     return st;
@@ -213,7 +214,7 @@ static int build_train_graph(layer_bench *B, const char *layer, tg_config *cfg)
     const tg_tensor *y = tg_node_value(c->out.y);
     if (!(B->dy = tg_tensor_new(TG_F32, y->rank, y->shape)))
         return tg_cli_fail("bench", "%s", tg_last_error());
-    fill_input(B->dy, true, &B->rng);
+    fill_input(B->dy, true, 0, &B->rng);
     tg_optim_config oc = {.kind = TG_OPTIM_ADAM, .lr = 1e-4};
     if (!(B->opt = tg_optim_new(c->ps, &oc))) return tg_cli_fail("bench", "%s", tg_last_error());
     return 0;
@@ -251,7 +252,8 @@ static int time_infer(layer_bench *B)
     B->rng = B->rng_inputs;
     for (int i = 0; i < c->n_in; i++) {
         const tg_layer_input *spec = tg_layer_input_at(c->layer, i);
-        in[i] = tg_input(B->infer, spec->name, TG_F32, spec->rank, spec->shape);
+        in[i] = tg_input(B->infer, spec->name, spec->ids ? TG_I64 : TG_F32, spec->rank,
+                         spec->shape);
         if (in[i] && set_input(c->layer, i, in[i], &B->rng))
             return tg_cli_fail("bench", "input %s: %s", spec->name, tg_last_error());
     }

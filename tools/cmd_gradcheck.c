@@ -227,8 +227,9 @@ static int layer_gradcheck(const char *layer, tg_config *cfg, int64_t seed, int6
         const tg_layer_input *spec = tg_layer_input_at(c.layer, i);
         tg_tensor *t = (tg_tensor *)tg_node_value(c.in[i]);
         for (int64_t k = 0; k < t->numel; k++)
-            tg_tensor_set(t, k, spec->differentiable ? tg_rng_normal(&rng)
-                                                     : (tg_rng_uniform(&rng) < 0.3 ? -100.0 : 0.0));
+            tg_tensor_set(t, k, spec->ids ? (double)tg_rng_below(&rng, (uint64_t)spec->ids)
+                                : spec->differentiable ? tg_rng_normal(&rng)
+                                : (tg_rng_uniform(&rng) < 0.3 ? -100.0 : 0.0));
     }
     int n_res = 0;
     bool ok = false;

@@ -46,9 +46,11 @@ static int run(int argc, char **argv)
         printf("  inputs (default config):\n");
         for (int j = 0; j < n; j++) {
             char sh[128];
+            char ids[64] = "";
+            if (in[j].ids) snprintf(ids, sizeof ids, ", int64 ids in [0, %lld)", (long long)in[j].ids);
             printf("    %-6s %-18s (%s)%s\n", in[j].name,
                    tg_shape_str(in[j].rank, in[j].shape, sh, sizeof sh), in[j].dims,
-                   in[j].differentiable ? "" : ", constant");
+                   in[j].ids ? ids : in[j].differentiable ? "" : ", constant");
         }
         if (!only && i + 1 < tg_layer_class_count()) printf("\n");
     }

@@ -146,10 +146,13 @@ int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_co
             return tg_cli_fail(cmd, "--input %s: shape %s does not match the config's %s (%s)",
                                spec->name, tg_shape_str(t->rank, t->shape, a, sizeof a),
                                tg_shape_str(spec->rank, spec->shape, b, sizeof b), spec->dims);
-        if (t && !tg_dtype_is_float(t->dtype))
+        if (t && spec->ids && t->dtype != TG_I64)
+            return tg_cli_fail(cmd, "--input %s: dtype %s, expected int64 token ids in [0, %lld)",
+                               spec->name, tg_dtype_name(t->dtype), (long long)spec->ids);
+        if (t && !spec->ids && !tg_dtype_is_float(t->dtype))
             return tg_cli_fail(cmd, "--input %s: dtype %s, expected a float array", spec->name,
                                tg_dtype_name(t->dtype));
-        c->in[i] = tg_input(c->g, spec->name, dt, spec->rank, spec->shape);
+        c->in[i] = tg_input(c->g, spec->name, spec->ids ? TG_I64 : dt, spec->rank, spec->shape);
         if (t && c->in[i] && tg_node_set(c->in[i], t))
             return tg_cli_fail(cmd, "--input %s: %s", spec->name, tg_last_error());
         if (grads && spec->differentiable && c->in[i]) tg_node_set_requires_grad(c->in[i], true);

@@ -10,6 +10,9 @@
  * before the first value is copied, so a failed load leaves the store as it
  * was. Gradients, optimizer state and frozen flags are never touched.
  *
+ * Tied weights (tg_params_alias) load from either name, or both when they
+ * agree, and are saved under both, as torch.save(model.state_dict()) does.
+ *
  * Not here: renaming keys, partial prefixes, or loading into a store that
  * lacks the parameters (the layers create them; this only fills values).
  */
@@ -33,6 +36,35 @@ static void list_add(char *buf, size_t cap, int *count, const char *name)
     (*count)++;
 }
 
+/* Whether the file has p under one of its aliases. */
+static bool alias_in_file(const tg_params *ps, const tg_st_file *f, const tg_param *p)
+{
+    for (int i = 0; i < tg_params_alias_count(ps); i++)
+        if (tg_params_alias_target(ps, i) == p && tg_st_find(f, tg_params_alias_name(ps, i)))
+            return true;
+    return false;
+}
+
+/* A tied weight stored under both its names (as torch.save of a state_dict
+ * writes it) must hold the same values under both. */
+static tg_status check_ties(const tg_params *ps, const tg_st_file *f, const char *path)
+{
+    for (int i = 0; i < tg_params_alias_count(ps); i++) {
+        const tg_param *p = tg_params_alias_target(ps, i);
+        const char *alias = tg_params_alias_name(ps, i);
+        const tg_tensor *a = tg_st_find(f, alias), *b = tg_st_find(f, p->name);
+        if (!a || !b) continue;
+        for (int64_t k = 0; k < a->numel; k++) {
+            double x = tg_tensor_get(a, k), y = tg_tensor_get(b, k);
+            if (x != y && !(x != x && y != y))
+                return tg_set_error(TG_ERR_INVALID, "%s: '%s' is tied to '%s' (the same tensor), "
+                                    "but the file's values differ (element %lld: %.9g vs %.9g)",
+                                    path, alias, p->name, (long long)k, x, y);
+        }
+    }
+    return TG_OK;
+}
+
 tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
 {
     if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params load: NULL argument");
@@ -49,7 +81,8 @@ tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
     if (!(flags & TG_LOAD_ALLOW_MISSING)) {
         for (int i = 0; i < tg_params_count(ps); i++) {
             const tg_param *p = tg_params_at(ps, i);
-            if (!tg_st_find(f, p->name)) list_add(list, sizeof list, &count, p->name);
+            if (!tg_st_find(f, p->name) && !alias_in_file(ps, f, p))
+                list_add(list, sizeof list, &count, p->name);
         }
         if (count) {
             st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
@@ -90,7 +123,9 @@ tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
             goto done;
         }
     }
-    /* 4. copy (cannot fail now: shapes equal, both float) */
+    /* 4. tied names (tg_params_alias) given twice must agree */
+    if ((st = check_ties(ps, f, path))) goto done;
+    /* 5. copy (cannot fail now: shapes equal, both float) */
     for (int i = 0; i < tg_st_count(f); i++) {
         tg_param *p = tg_params_find(ps, tg_st_name(f, i));
         if (p) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
@@ -104,9 +139,9 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
                          const char *const *meta_keys, const char *const *meta_values)
 {
     if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params save: NULL argument");
-    int n = tg_params_count(ps);
-    const char **names = tg__malloc(((size_t)n + 1) * sizeof *names);
-    const tg_tensor **ts = tg__malloc(((size_t)n + 1) * sizeof *ts);
+    int n = tg_params_count(ps), n_alias = tg_params_alias_count(ps);
+    const char **names = tg__malloc(((size_t)(n + n_alias) + 1) * sizeof *names);
+    const tg_tensor **ts = tg__malloc(((size_t)(n + n_alias) + 1) * sizeof *ts);
     tg_status st;
     if (!names || !ts) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
@@ -116,7 +151,11 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
             names[i] = p->name;
             ts[i] = &p->value;
         }
-        st = tg_st_save(path, n, names, ts, n_meta, meta_keys, meta_values);
+        for (int i = 0; i < n_alias; i++) {   /* tied names too, as PyTorch's state_dict */
+            names[n + i] = tg_params_alias_name(ps, i);
+            ts[n + i] = &tg_params_alias_target(ps, i)->value;
+        }
+        st = tg_st_save(path, n + n_alias, names, ts, n_meta, meta_keys, meta_values);
     }
     tg__free(names);
     tg__free(ts);
