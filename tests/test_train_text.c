@@ -41,7 +41,7 @@ static const char *write_text(const char *name, int n)
     return p;
 }
 
-#define TINY "--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16", "--set", \
+#define TINY "--set", "n_layer=1", "n_head=2", "n_embd=16", "--set", \
              "block_size=8", "--set", "dropout=0", "--batch-size", "4", "--eval-iters", "2", \
              "--warmup", "2", "--lr", "1e-2", "--quiet"
 
