@@ -9,11 +9,18 @@
  * text with the counts, options of the other kind of training, a changed
  * text on resume); sample is deterministic for a seed, differs for another,
  * writes only the vocabulary's characters after the prompt, and names
- * prompt characters the model does not know.
+ * prompt characters the model does not know; SIGINT stops a run between
+ * steps with one line naming the last checkpoint and the command that
+ * resumes it, which works.
  */
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -201,4 +208,72 @@ Test(train_text, sample_is_deterministic_for_a_seed)
                         "--prompt: characters not in the model's vocabulary",
                         "'K' (U+004B), 'I' (U+0049), 'N' (U+004E), 'G' (U+0047), 'x' (U+0078)");
     tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", txt), "--checkpoint", NULL);
+}
+
+/* `tgraph ARGS` in the background, stderr into tt_path("run.err"). */
+static pid_t start_tool(const char *const *args)
+{
+    char self[PATH_MAX], tool_path[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(k, 0);
+    self[k] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(tool_path, sizeof tool_path, "%.4000s/tgraph", self);
+    const char *argv[48] = {tool_path};
+    int n = 1;
+    for (; args[n - 1] && n < 46; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    const char *e = tt_path("run.err");
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644), fn = open("/dev/null", O_RDWR);
+        if (fe < 0 || fn < 0) _exit(126);
+        dup2(fn, 0), dup2(fn, 1), dup2(fe, 2);
+        execv(tool_path, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+Test(train_text, sigint_names_the_checkpoint_and_the_resume_command)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    char csv[256], ck[256], want[1024], more[32];
+    snprintf(csv, sizeof csv, "%s/metrics.csv", o);
+    snprintf(ck, sizeof ck, "%s/checkpoint.safetensors", o);
+    pid_t pid = start_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "100000000",
+                                   "--eval-interval", "2", "--threads", "1", "--out-dir", o));
+    int status, waited = 0;
+    while (access(csv, F_OK) != 0 && waited < 30000) {
+        cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "train ended before the signal");
+        nanosleep(&(struct timespec){0, 20000000L}, NULL);
+        waited += 20;
+    }
+    cr_assert_eq(access(csv, F_OK), 0, "no evaluation in 30 s");
+    cr_assert_eq(kill(pid, SIGINT), 0);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    char *e = tt_slurp(tt_path("run.err"), NULL);
+    cr_assert_eq(WEXITSTATUS(status), 130, "exit %d: %s", WEXITSTATUS(status), e);
+    size_t len = strlen(e);
+    cr_assert(len > 0 && e[len - 1] == '\n' && !memchr(e, '\n', len - 1), "not one line: %s", e);
+    cr_assert_eq(strncmp(e, "tgraph train: interrupted (SIGINT) at step ", 43), 0, "%s", e);
+    snprintf(want, sizeof want, "; last complete checkpoint: %s; resume with: tgraph train "
+             "--resume %s --max-steps 100000000 --threads 1\n", ck, ck);
+    cr_assert_not_null(strstr(e, want), "%s", e);
+    long long stopped = atoll(e + 43);
+    free(e);
+    /* the command works: two evaluations past the step the run stopped at */
+    snprintf(more, sizeof more, "%lld", stopped + 4);
+    int rc = tt_run_tool_out(TT_ARGS("train", "--resume", ck, "--max-steps", more, "--threads",
+                                     "1", "--quiet"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_not_null(strstr(out, "resumed from"), "%s", out);
+    snprintf(want, sizeof want, "\n%lld,", stopped + 4 - (stopped + 4) % 2);
+    char *m = tt_slurp(csv, NULL);
+    cr_assert_not_null(strstr(m, want), "no row %s in %s", want + 1, m);
+    free(m);
 }

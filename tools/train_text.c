@@ -107,6 +107,7 @@ typedef struct text_job {
     tg_trainer    tr;
     tg_tl_files   rf;
     char         *evals;                 /* metrics.csv's rows, "step,train,val,lr\n" each */
+    const char   *last_ckpt;             /* the last complete checkpoint; NULL: none */
     bool          continuing;
     double        t_line, t_start;
     int64_t       steps_at_start;
@@ -530,6 +531,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
         fflush(stderr);
         return TG_OK;
     }
+    if (p->event == TG_TRAINER_EVENT_EPOCH) j->last_ckpt = j->rf.ckpt;
     if (p->event == TG_TRAINER_EVENT_EPOCH && write_curves(j)) {
         fprintf(stderr, "tgraph train: %s\n", tg_last_error());
         return TG_ERR_IO;
@@ -612,6 +614,32 @@ static void describe(const text_job *j)
     fflush(stdout);
 }
 
+/* The one line after a stop signal; the shell's exit status for it. */
+static int report_interrupt(const text_job *j)
+{
+    int sig = tg_rd_stop_signal;
+    tg_rd_signals_default();
+    fflush(stdout);
+    if (!j->last_ckpt) {
+        fprintf(stderr, "tgraph train: interrupted (%s) before the first evaluation; no "
+                "checkpoint was written: run the same command again to start over\n",
+                tg_rd_signal_name(sig));
+        return 128 + sig;
+    }
+    fprintf(stderr, "tgraph train: interrupted (%s) at step %lld; last complete checkpoint: %s; "
+            "resume with: tgraph train --resume", tg_rd_signal_name(sig),
+            (long long)j->tr.state.step, j->last_ckpt);
+    tg_rd_put_shell_arg(stderr, j->last_ckpt);
+    if (j->last_ckpt != j->rf.ckpt) {   /* resumed elsewhere and no evaluation since */
+        fputs(" --out-dir", stderr);
+        tg_rd_put_shell_arg(stderr, j->s.out);
+    }
+    if (j->s.set_max_steps) fprintf(stderr, " --max-steps %lld", (long long)j->s.max_steps);
+    if (j->s.set_threads) fprintf(stderr, " --threads %lld", (long long)j->s.threads);
+    fputc('\n', stderr);
+    return 128 + sig;
+}
+
 /* The steps, through the library's trainer. 0, or the exit status. */
 static int train(text_job *j)
 {
@@ -622,16 +650,7 @@ static int train(text_job *j)
     if (t->state.step == 0 && !j->s.resume &&
         evaluate(j, 0, tg_lr_warmup_cosine(t->lr, t->min_lr, 0, t->warmup, t->decay_steps), &val))
         return 1;
-    if (!tg_trainer_run(t)) {
-        if (t->end != TG_TRAINER_STOPPED) return 0;
-        tg_rd_signals_default();
-        fprintf(stderr, "tgraph train: interrupted (%s) at step %lld; resume from the last "
-                "evaluation with: tgraph train --resume", tg_rd_signal_name(tg_rd_stop_signal),
-                (long long)t->state.step);
-        tg_rd_put_shell_arg(stderr, j->rf.ckpt);
-        fputc('\n', stderr);
-        return 128 + tg_rd_stop_signal;
-    }
+    if (!tg_trainer_run(t)) return t->end == TG_TRAINER_STOPPED ? report_interrupt(j) : 0;
     if (t->phase == TG_TRAINER_PHASE_STEP)
         fprintf(stderr, "tgraph train: stopped at step %lld: %s\n", (long long)t->state.step + 1,
                 tg_last_error());
@@ -666,6 +685,7 @@ int tg_train_text_run(int argc, char **argv)
     int rc = (j.cfg = tg_config_new()) ? 0 : tg_cli_fail(CMD, "out of memory");
     if (!rc) rc = parse_args(&j, argc, argv);
     if (!rc && j.s.resume) rc = get_settings(&j);
+    j.last_ckpt = j.s.resume;
     if (!rc && !j.s.set_decay && !j.s.resume) j.s.decay_iters = j.s.max_steps;
     if (!rc) rc = prepare_out_dir(&j);
     if (!rc) rc = build(&j);
