@@ -14,6 +14,9 @@
 #   make bench-gemm GEMM GFLOPS at 512^3 and the layer shapes (BENCH_ARGS="-t 1 M N K")
 #   make bench-rows softmax / layer_norm / GELU: portable, AVX2, AVX-512 (ROWS_ARGS="-t 1")
 #   make bench-topk float32 topk rows, ns per row: portable, AVX2, AVX-512 (TOPK_ARGS="-t 2")
+#   make bench-gpt  issue 21's table: a GPT training step, tgraph against nanoGPT (PyTorch) and
+#                   llm.c (PEERS=../shared/peers, GPT_CONFIGS=nano,gpt2s,tiny, GPT_ROUNDS=3,
+#                   GPT_THREADS=2; see tests/bench/bench_gpt.sh)
 #
 # Dependencies point down only: tools -> layers -> ops -> engine.
 
@@ -64,7 +67,7 @@ TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 MAN    := $(BUILD)/tgraph.1
 
-.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk
+.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk bench-gpt
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(MAN) headers
 
 $(BUILD)/%.o: %.c
@@ -203,6 +206,13 @@ bench: $(TOOL)
 	BENCH_CONFIGS="$(BENCH_CONFIGS)" BENCH_MIN_TIME="$(BENCH_MIN_TIME)" \
 	    BENCH_THREADS="$(BENCH_THREADS)" BENCH_ROUNDS="$(BENCH_ROUNDS)" \
 	    sh tests/bench/bench_table.sh $(TOOL)
+
+# ---- issue 21's GPT table: tgraph, nanoGPT's train.py and llm.c side by side (tests/bench/bench_gpt.sh) ----
+PEERS ?= ../shared/peers
+bench-gpt: $(TOOL)
+	PEERS="$(PEERS)" GPT_CONFIGS="$(GPT_CONFIGS)" GPT_ROUNDS="$(GPT_ROUNDS)" \
+	    GPT_THREADS="$(GPT_THREADS)" GPT_ITERS="$(GPT_ITERS)" GPT_MIN_TIME="$(GPT_MIN_TIME)" \
+	    sh tests/bench/bench_gpt.sh $(TOOL)
 
 # ---- row kernels: portable vs AVX2, side by side (ROWS_ARGS: see tests/bench/rows_bench.c) ----
 ROWS_ARGS ?=

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "threads.h"
 #include "params.h"
 
 struct tg_params {
@@ -282,12 +283,28 @@ int64_t tg_params_numel(const tg_params *ps)
     return n;
 }
 
+/* bytes [begin, end) * ZERO_CHUNK of one gradient */
+#define ZERO_CHUNK ((int64_t)1 << 16)
+static void zero_range(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    const tg_tensor *g = ctx;
+    const int64_t bytes = g->numel * (int64_t)tg_dtype_size(g->dtype);
+    const int64_t lo = begin * ZERO_CHUNK, hi = end * ZERO_CHUNK < bytes ? end * ZERO_CHUNK : bytes;
+    (void)tid;
+    memset((char *)g->data + lo, 0, (size_t)(hi - lo));
+}
+
+/* big gradients on the thread pool: a GPT-2-sized model zeroes 340 MB a step */
 void tg_params_zero_grad(tg_params *ps)
 {
     TG__NONNULL_VOID(ps);
     for (int i = 0; i < tg_params_count(ps); i++) {
         tg_tensor *g = &ps->items[i]->grad;
-        memset(g->data, 0, (size_t)g->numel * tg_dtype_size(g->dtype));
+        const int64_t bytes = g->numel * (int64_t)tg_dtype_size(g->dtype);
+        if (bytes >= 4 * ZERO_CHUNK)
+            tg_parallel_for((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK, 1, zero_range, g);
+        else
+            memset(g->data, 0, (size_t)bytes);
     }
 }
 

@@ -184,6 +184,10 @@ static tg_node *mlp_build(tg_graph *g, const tg_gpt *m, const tg_gpt_block *b, t
     if (tg_scope_push(g, "mlp")) return NULL;
     tg_node *h = tg_linear_mod_build(g, &b->c_fc, x);               // [B, T, 4C]
     h = tg_gelu(g, h, TG_GELU_NONE);                                // exact (erf) GELU
+    /* kept for c_proj's backward rather than recomputed there (tgraph train's
+     * memory plan recomputes GELU outputs): an erf per element costs more
+     * than the [B, T, 4C] buffer is worth at these sizes */
+    if (h) tg_node_keep(h);
     h = drop(g, tg_linear_mod_build(g, &b->mlp_proj, h), m->c.dropout);   // [B, T, C]
     tg_scope_pop(g);
     return h;

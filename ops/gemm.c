@@ -870,7 +870,8 @@ static const TG_F(gemm_kernel) *TG_F(kernel)(void)
         [TG__GEMM_KERNEL_AVX2] = {6, 16, 144, GEMM_KC, 4080, TG_F(ukr_avx2_packed),
                                   TG_F(ukr_avx2_strided), panel_6_avx2_f32, panel_16_avx2_f32},
         [TG__GEMM_KERNEL_AVX512] = {12, 32, 144, GEMM_KC, 4064, TG_F(ukr_avx512_packed),
-                                    TG_F(ukr_avx512_strided), TG_F(panel_12), TG_F(panel_32)},
+                                    TG_F(ukr_avx512_strided), panel_12_avx2_f32,
+                                    panel_32_avx2_f32},
 #  endif
 #else
         [TG__GEMM_KERNEL_C] = {C_MR, C_NR, 64, GEMM_KC, 2048, TG_F(ukr_c), TG_F(ukr_c),

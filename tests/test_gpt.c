@@ -308,3 +308,42 @@ Test(gpt, dropout_follows_training_flag)
     cr_assert(!memcmp(got[1], got[2], sizeof got[1]), "same seed, different masks");
     made_free(&r);
 }
+
+/* The command line: `tgraph run gpt --input idx=idx.npy` (int64 ids; B and T
+ * read off the file) gives the oracle's logits and gradients, wte's under its
+ * own key; a float idx is refused naming the dtype; gradcheck and bench run. */
+#define GPT_CASE "tests/fixtures/oracle/x_gpt_nobias_short"
+Test(gpt, cli_run_gradcheck_bench)
+{
+    tt_deadline(30);
+    char err[2048], out[4096];
+    char y[256], g[256];
+    snprintf(y, sizeof y, "%s", tt_path("y.npy"));
+    snprintf(g, sizeof g, "%s", tt_path("g.safetensors"));
+    int rc = tt_run_tool(TT_ARGS("run", "gpt", "--set", "bias=false", "--set", "n_head=1", "--set",
+                                 "n_embd=12", "--set", "vocab_size=7", "--weights",
+                                 GPT_CASE "/weights.safetensors", "--input",
+                                 "idx=" GPT_CASE "/idx.npy", "--out", y, "--grad-output",
+                                 GPT_CASE "/dy.npy", "--grads", g),
+                         err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_eq(tt_run_tool(TT_ARGS("compare", y, GPT_CASE "/y.npy", "--rtol", "1e-5"), err,
+                             sizeof err), 0, "%s", err);
+    cr_assert_eq(tt_run_tool(TT_ARGS("compare", g, GPT_CASE "/grads.safetensors", "--rtol", "1e-5"),
+                             err, sizeof err), 0, "%s", err);
+    char fidx[300];
+    snprintf(fidx, sizeof fidx, "idx=%s", tt_path("fidx.npy"));
+    tg_tensor *f = tg_tensor_new(TG_F32, 2, (const int64_t[]){2, 8});
+    cr_assert_eq(tg_npy_save(tt_path("fidx.npy"), f), TG_OK, "%s", tg_last_error());
+    tg_tensor_free(f);
+    tt_expect_cli_error(TT_ARGS("run", "gpt", "--input", fidx, "--out", y), "--input idx: dtype "
+                        "float32", "expected int64 token ids in [0, 11)");
+    rc = tt_run_tool_out(TT_ARGS("gradcheck", "gpt", "--set", "n_layer=1"), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "%s%s", out, err);
+    cr_assert(strstr(out, "transformer.wte.weight") && strstr(out, "all pass"), "%s", out);
+    rc = tt_run_tool_out(TT_ARGS("bench", "gpt", "--min-time", "0.01", "--warmup", "1", "--quiet"),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "\"layer\":\"gpt\"") && strstr(out, "\"train_step_ms\""), "%s", out);
+}

@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "optim.h"
+#include "threads.h"
 #include "generic.h"
 
 /* the update kernels, float and double (end of this file) */
@@ -317,27 +318,55 @@ static void TG_F(sgd_update)(const tg_optim_config *c, double lr, bool first, tg
     }
 }
 
-/* torch.optim.Adam / AdamW (t = step count after increment):
- *   AdamW: p *= 1 - lr * wd            Adam: g = grad + wd * p
- *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
- *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
-static void TG_F(adam_update)(const tg_optim_config *c, double lr, int64_t t, tg_param *p)
+typedef struct TG_F(adam_job) {
+    const tg_optim_config *c;
+    tg_param *p;
+    TG_T step, bc2s, eps, b1, b2, wd, decay;
+} TG_F(adam_job);
+
+/* elements [begin, end) of one parameter: each on its own, so any split of
+ * the range over threads gives the same bits */
+static void TG_F(adam_range)(void *ctx, int64_t begin, int64_t end, int tid)
 {
-    TG_T *w = p->value.data, *m = p->state[0].data, *v = p->state[1].data;
-    const TG_T *gr = p->grad.data;
-    const double bc1 = 1 - pow(c->beta1, (double)t), bc2 = 1 - pow(c->beta2, (double)t);
-    const TG_T step = (TG_T)(lr / bc1), bc2s = (TG_T)sqrt(bc2), eps = (TG_T)c->eps;
-    const TG_T b1 = (TG_T)c->beta1, b2 = (TG_T)c->beta2, wd = (TG_T)c->weight_decay;
-    const TG_T decay = (TG_T)(1 - lr * c->weight_decay);
-    const bool adamw = c->kind == TG_OPTIM_ADAMW;
-    for (int64_t i = 0; i < p->value.numel; i++) {
+    const TG_F(adam_job) *j = ctx;
+    TG_T *w = j->p->value.data, *m = j->p->state[0].data, *v = j->p->state[1].data;
+    const TG_T *gr = j->p->grad.data;
+    const TG_T step = j->step, bc2s = j->bc2s, eps = j->eps, b1 = j->b1, b2 = j->b2;
+    (void)tid;
+    if (j->c->kind == TG_OPTIM_ADAMW) {
+        const TG_T decay = j->decay;
+        for (int64_t i = begin; i < end; i++) {
+            TG_T g = gr[i];
+            w[i] *= decay;
+            m[i] = m[i] * b1 + g * (1 - b1);
+            v[i] = v[i] * b2 + g * g * (1 - b2);
+            w[i] += -step * (m[i] / (TG_M(sqrt)(v[i]) / bc2s + eps));
+        }
+        return;
+    }
+    const TG_T wd = j->wd;
+    const bool decay = j->c->weight_decay != 0;
+    for (int64_t i = begin; i < end; i++) {
         TG_T g = gr[i];
-        if (adamw) w[i] *= decay;
-        else if (c->weight_decay != 0) g += wd * w[i];
+        if (decay) g += wd * w[i];
         m[i] = m[i] * b1 + g * (1 - b1);
         v[i] = v[i] * b2 + g * g * (1 - b2);
         w[i] += -step * (m[i] / (TG_M(sqrt)(v[i]) / bc2s + eps));
     }
+}
+
+/* torch.optim.Adam / AdamW (t = step count after increment):
+ *   AdamW: p *= 1 - lr * wd            Adam: g = grad + wd * p
+ *   m = b1 m + (1 - b1) g ;  v = b2 v + (1 - b2) g^2
+ *   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * on the thread pool for big parameters (a GPT-2-sized model's update is
+ * memory-bound: hundreds of MB a step) */
+static void TG_F(adam_update)(const tg_optim_config *c, double lr, int64_t t, tg_param *p)
+{
+    const double bc1 = 1 - pow(c->beta1, (double)t), bc2 = 1 - pow(c->beta2, (double)t);
+    TG_F(adam_job) j = {c, p, (TG_T)(lr / bc1), (TG_T)sqrt(bc2), (TG_T)c->eps, (TG_T)c->beta1,
+                        (TG_T)c->beta2, (TG_T)c->weight_decay, (TG_T)(1 - lr * c->weight_decay)};
+    tg_parallel_for(p->value.numel, 32768, TG_F(adam_range), &j);
 }
 
 #endif

@@ -165,6 +165,74 @@ __attribute__((target("avx2,fma"))) static void panel_16_avx2_f32(const float *s
     for (; p < kc; p++)
         for (int l = 0; l < 16; l++) dst[p * 16 + l] = src[l * ls + p];
 }
+
+/* The AVX-512 kernel's (12 x 32) packers where the depth is contiguous (A as
+ * stored: X of a linear layer; B transposed: its weight W [out, in]): 8 x 8
+ * transposes, as above (the portable loops wrote 32 or 12 scattered lanes a
+ * value at a time: a third of a linear layer's forward on GPT-2's sizes).
+ * Lanes contiguous, or neither: the portable packers. The same values in the
+ * same places either way, so the products keep their bits. */
+static void panel_12_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
+static void panel_32_f32(const float *src, int64_t ls, int64_t ps, int64_t kc, float *dst);
+
+/* w lanes (a multiple of 4; the last group of 4 padded with zero rows) of a
+ * depth-contiguous source into dst[p * w + l], 8 k at a time */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+panel_tr_avx2_f32(const float *src, int64_t ls, int64_t kc, float *dst, const int w)
+{
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        for (int h = 0; h < w; h += 8) {
+            const float *s = src + h * ls + p;
+            const bool half = w - h < 8;   /* 4 real rows */
+            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls);
+            __m256 r2 = _mm256_loadu_ps(s + 2 * ls), r3 = _mm256_loadu_ps(s + 3 * ls);
+            __m256 r4 = half ? _mm256_setzero_ps() : _mm256_loadu_ps(s + 4 * ls);
+            __m256 r5 = half ? _mm256_setzero_ps() : _mm256_loadu_ps(s + 5 * ls);
+            __m256 r6 = half ? _mm256_setzero_ps() : _mm256_loadu_ps(s + 6 * ls);
+            __m256 r7 = half ? _mm256_setzero_ps() : _mm256_loadu_ps(s + 7 * ls);
+            TR8X8(r0, r1, r2, r3, r4, r5, r6, r7);
+            float *d = dst + p * w + h;
+            if (half) {
+                _mm_storeu_ps(d, _mm256_castps256_ps128(r0));
+                _mm_storeu_ps(d + w, _mm256_castps256_ps128(r1));
+                _mm_storeu_ps(d + 2 * w, _mm256_castps256_ps128(r2));
+                _mm_storeu_ps(d + 3 * w, _mm256_castps256_ps128(r3));
+                _mm_storeu_ps(d + 4 * w, _mm256_castps256_ps128(r4));
+                _mm_storeu_ps(d + 5 * w, _mm256_castps256_ps128(r5));
+                _mm_storeu_ps(d + 6 * w, _mm256_castps256_ps128(r6));
+                _mm_storeu_ps(d + 7 * w, _mm256_castps256_ps128(r7));
+                continue;
+            }
+            _mm256_storeu_ps(d, r0);
+            _mm256_storeu_ps(d + w, r1);
+            _mm256_storeu_ps(d + 2 * w, r2);
+            _mm256_storeu_ps(d + 3 * w, r3);
+            _mm256_storeu_ps(d + 4 * w, r4);
+            _mm256_storeu_ps(d + 5 * w, r5);
+            _mm256_storeu_ps(d + 6 * w, r6);
+            _mm256_storeu_ps(d + 7 * w, r7);
+        }
+    }
+    for (; p < kc; p++)
+        for (int l = 0; l < w; l++) dst[p * w + l] = src[l * ls + p];
+}
+
+__attribute__((target("avx2,fma"))) static void panel_12_avx2_f32(const float *src, int64_t ls,
+                                                                  int64_t ps, int64_t kc,
+                                                                  float *dst)
+{
+    if (ps != 1 || ls == 1) panel_12_f32(src, ls, ps, kc, dst);
+    else panel_tr_avx2_f32(src, ls, kc, dst, 12);
+}
+
+__attribute__((target("avx2,fma"))) static void panel_32_avx2_f32(const float *src, int64_t ls,
+                                                                  int64_t ps, int64_t kc,
+                                                                  float *dst)
+{
+    if (ps != 1 || ls == 1) panel_32_f32(src, ls, ps, kc, dst);
+    else panel_tr_avx2_f32(src, ls, kc, dst, 32);
+}
 #undef TR8X8
 #endif
 
