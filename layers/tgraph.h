@@ -80,6 +80,7 @@
 #include "dataset.h"
 #include "checkpoint.h"
 #include "trainer.h"
+#include "text.h"
 #include "layers.h"
 
 #endif

@@ -16,7 +16,7 @@
 
 #include "testutil.h"
 
-static const char *const commands[] = {"train", "eval", "predict", "run", "op", "gradcheck",
+static const char *const commands[] = {"train", "eval", "predict", "sample", "run", "op", "gradcheck",
                                        "dot", "compare", "bench", "layers", "demo"};
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 

@@ -30,6 +30,7 @@ typedef struct tg_cli_cmd {
 extern const tg_cli_cmd tg_cmd_train;
 extern const tg_cli_cmd tg_cmd_eval;
 extern const tg_cli_cmd tg_cmd_predict;
+extern const tg_cli_cmd tg_cmd_sample;
 extern const tg_cli_cmd tg_cmd_demo;
 extern const tg_cli_cmd tg_cmd_layers;
 extern const tg_cli_cmd tg_cmd_run;

@@ -16,21 +16,20 @@
  * Not here: the data pipeline and evaluation (train_loop.c), the model
  * (layers/), the optimizer (engine/train/optim.c), the loop (trainer.c).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "run_dir.h"
 #include "train_loop.h"
+#include "train_text.h"
 
 #define CMD "train"
 
@@ -195,72 +194,6 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
     return 0;
 }
 
-/* ---- stopping on SIGINT, SIGTERM, SIGHUP ---- */
-
-/* The handler only records the signal; the epoch loop looks at it between
- * steps and stops at a safe point (no write half done, so no *.tmp.<pid>
- * left). SA_RESETHAND puts the default action back as the signal arrives:
- * a second Ctrl-C while stopping ends the process at once (the next run in
- * the directory then removes the temporary file a write left). */
-static volatile sig_atomic_t stop_signal;
-static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
-static struct sigaction saved_actions[3];
-static bool installed[3];
-
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
-/* A signal that is ignored when the run starts (nohup, a background job)
- * stays ignored. */
-static void signals_install(void)
-{
-    stop_signal = 0;
-    for (int i = 0; i < 3; i++) {
-        struct sigaction sa, old;
-        if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART | SA_RESETHAND;
-        installed[i] = sigaction(stop_signals[i], &sa, &saved_actions[i]) == 0;
-    }
-}
-
-/* Stopping: from now on any of the three signals acts at once. */
-static void signals_default(void)
-{
-    for (int i = 0; i < 3; i++)
-        if (installed[i]) signal(stop_signals[i], SIG_DFL);
-}
-
-static void signals_restore(void)
-{
-    for (int i = 0; i < 3; i++)
-        if (installed[i]) sigaction(stop_signals[i], &saved_actions[i], NULL);
-    memset(installed, 0, sizeof installed);
-}
-
-static const char *signal_name(int sig)
-{
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "signal";
-}
-
-/* An argument as a POSIX shell reads it back. */
-static void put_shell_arg(FILE *f, const char *a)
-{
-    bool plain = *a != '\0';
-    for (const char *p = a; *p && plain; p++)
-        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+=:,@%",
-                       *p) != NULL;
-    if (plain) {
-        fprintf(f, " %s", a);
-        return;
-    }
-    fputs(" '", f);
-    for (const char *p = a; *p; p++)
-        if (*p == '\'') fputs("'\\''", f);
-        else fputc(*p, f);
-    fputc('\'', f);
-}
 
 /* What the run had saved when it stopped. */
 typedef struct last_saved {
@@ -272,27 +205,29 @@ typedef struct last_saved {
 /* The one line after a stop signal; returns the shell's exit status for it. */
 static int report_interrupt(const settings *s, const last_saved *ls, int sig)
 {
-    signals_default();
+    tg_rd_signals_default();
     if (s->progress) fprintf(stderr, "\n");
     fflush(stdout);
     if (!ls->ckpt) {
         fprintf(stderr, "tgraph train: interrupted (%s) before the first epoch ended; no checkpoint "
-                "was written: run the same command again to start over\n", signal_name(sig));
+                "was written: run the same command again to start over\n",
+                tg_rd_signal_name(sig));
         return 128 + sig;
     }
     fprintf(stderr, "tgraph train: interrupted (%s); last complete checkpoint: %s (epoch %lld); "
-            "resume with: tgraph train --resume", signal_name(sig), ls->ckpt, (long long)ls->epoch);
-    put_shell_arg(stderr, ls->ckpt);
+            "resume with: tgraph train --resume", tg_rd_signal_name(sig), ls->ckpt,
+            (long long)ls->epoch);
+    tg_rd_put_shell_arg(stderr, ls->ckpt);
     if (!ls->here) {
         /* the file resumed from holds the run's settings, not this command's changes */
         char num[64];
         if (s->set_out) {
             fputs(" --out", stderr);
-            put_shell_arg(stderr, s->out);
+            tg_rd_put_shell_arg(stderr, s->out);
         }
         if (s->set_data) {
             fputs(" --data", stderr);
-            put_shell_arg(stderr, s->data);
+            tg_rd_put_shell_arg(stderr, s->data);
             if (s->allow_data_change) fputs(" --allow-data-change", stderr);
         }
         if (s->set_epochs) fprintf(stderr, " --epochs %lld", (long long)s->epochs);
@@ -312,67 +247,6 @@ static int report_interrupt(const settings *s, const last_saved *ls, int sig)
     return 128 + sig;
 }
 
-/* ---- the output directory ---- */
-
-/* Whether two paths name the same existing directory. */
-static bool same_dir(const char *a, const char *b)
-{
-    struct stat x, y;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
-/* The run files (checkpoint, best weights, metrics) present in rf->dir, as
- * "a, b, c" into buf; false when there are none. */
-static bool run_files_present(const tg_tl_files *rf, char *buf, size_t len)
-{
-    const char *paths[3] = {rf->ckpt, rf->best, rf->csv};
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < 3; i++)
-        if (access(paths[i], F_OK) == 0)
-            at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? ", " : "",
-                                   tg_tl_run_files[i]);
-    return at > 0;
-}
-
-/* --overwrite: the previous run's files go before this run writes any. */
-static int remove_run_files(const tg_tl_files *rf)
-{
-    const char *paths[6] = {rf->ckpt, rf->best, rf->csv, rf->svg, rf->dot, rf->dot_svg};
-    for (int i = 0; i < 6; i++)
-        if (remove(paths[i]) != 0 && errno != ENOENT)
-            return tg_cli_fail(CMD, "--overwrite: cannot remove %s: %s", paths[i], strerror(errno));
-    return 0;
-}
-
-/* Remove "<run file>.tmp.<pid>" files whose process is gone (a run killed
- * mid-write, by SIGKILL or a second Ctrl-C), saying so for each. */
-static void remove_stale_temps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *name = e->d_name, *rest = NULL;
-        for (int i = 0; i < 6 && !rest; i++) {
-            size_t n = strlen(tg_tl_run_files[i]);
-            if (!strncmp(name, tg_tl_run_files[i], n) && !strncmp(name + n, ".tmp.", 5))
-                rest = name + n + 5;
-        }
-        if (!rest || !*rest || strspn(rest, "0123456789") != strlen(rest)) continue;
-        errno = 0;
-        long long pid = strtoll(rest, NULL, 10);
-        bool alive = errno == 0 && pid > 0 && pid <= INT_MAX &&
-                     (pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM);
-        if (alive) continue;
-        char *path = tg_tl_path_join(dir, name);
-        if (path && remove(path) == 0)
-            fprintf(stderr, "tgraph train: removed %s (left by an interrupted run, process %s)\n",
-                    path, rest);
-        free(path);
-    }
-    closedir(d);
-}
 
 /* ---- the data's identity ---- */
 
@@ -474,7 +348,7 @@ typedef struct job {
 
 static void job_free(job *j)
 {
-    signals_restore();
+    tg_rd_signals_restore();
     free(j->order);
     free(j->resume_dir);
     free(j->resume_best);
@@ -623,7 +497,9 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 
 enum { O_DATA, O_SPLIT, O_MODEL, O_SET, O_FEATURES, O_TARGET, O_EPOCHS, O_BATCH, O_LR, O_LRADJ,
        O_PATIENCE, O_SEED, O_THREADS, O_RECOMPUTE, O_OUT_DIR, O_OVERWRITE, O_RESUME, O_ALLOW_DATA,
-       O_OPTIM, O_WD, O_CLIP, O_MAX_STEPS, O_PROGRESS_EVERY, O_QUIET };
+       O_OPTIM, O_WD, O_CLIP, O_MAX_STEPS, O_PROGRESS_EVERY, O_QUIET,
+       /* training on text (train_text.c) */
+       O_TEXT, O_MIN_LR, O_WARMUP, O_DECAY, O_BETA1, O_BETA2, O_EVAL_INTERVAL, O_EVAL_ITERS };
 static const tg_opt opts[] = {
     [O_DATA] = {"--data", NULL, "FILE.csv",
                 "a header row, an optional date column (read: predict continues it), numeric "
@@ -702,6 +578,32 @@ static const tg_opt opts[] = {
                           "ETA epoch M:SS, run M:SS\n"
                           "Given on a terminal, plain lines are written there too"},
     [O_QUIET] = {"--quiet", "-q", NULL, "no progress on stderr (the epoch lines on stdout stay)"},
+    [O_TEXT] = {"--text", NULL, "FILE",
+                "train a character-level language model on a UTF-8 text file instead (nanoGPT's "
+                "shakespeare_char protocol, below): --model gpt (the default), its keys by --set "
+                "(defaults those of nanoGPT's config/train_shakespeare_char.py: n_layer=6 "
+                "n_head=6 n_embd=384 block_size=256 dropout=0.2 bias=false; vocab_size, B and T "
+                "come from the text, --batch-size and block_size; one --set may take several "
+                "KEY=VALUE words: --set n_layer=4 n_head=4). With --text the other "
+                "options' defaults are nanoGPT's too: --batch-size 64, --max-steps 5000 (its "
+                "max_iters), --lr 1e-3, --weight-decay 0.1 (AdamW, on parameters of rank >= 2 "
+                "only), --clip 1, --seed 1337, --out-dir runs/gpt; --data, --split, --epochs, "
+                "--patience, --lradj, --optim and the series options do not apply"},
+    [O_MIN_LR] = {"--min-lr", NULL, "F", "--text: the rate the cosine decays to (default 1e-4)"},
+    [O_WARMUP] = {"--warmup", NULL, "N",
+                  "--text: linear warmup steps, lr * (step + 1) / (N + 1) (default 100)"},
+    [O_DECAY] = {"--lr-decay-iters", NULL, "N",
+                 "--text: the step where the cosine reaches --min-lr (default --max-steps)"},
+    [O_BETA1] = {"--beta1", NULL, "F", "--text: AdamW's beta1 (default 0.9)"},
+    [O_BETA2] = {"--beta2", NULL, "F", "--text: AdamW's beta2 (default 0.99)"},
+    [O_EVAL_INTERVAL] = {"--eval-interval", NULL, "N",
+                         "--text: evaluate every N steps (default 250): the mean loss of "
+                         "--eval-iters random batches of each split, dropout off; printed "
+                         "(\"step N: train loss A, val loss B\"), a row of metrics.csv (step, "
+                         "train_loss, val_loss, lr), best.safetensors when the validation loss "
+                         "is the best so far, and checkpoint.safetensors"},
+    [O_EVAL_ITERS] = {"--eval-iters", NULL, "N", "--text: batches per split and evaluation "
+                      "(default 200)"},
 };
 
 /* A data or model option (--data --split --target --features --model --set)
@@ -811,13 +713,15 @@ static int parse_args(job *j, int argc, char **argv)
     const char *arg;
     int rc;
     while ((arg = tg_args_next(&a)))
-        if ((rc = parse_option(j, &a, arg))) return rc;
+        if (a.opt >= O_TEXT)
+            return tg_cli_fail(CMD, "%s applies to training on text (--text FILE)", arg);
+        else if ((rc = parse_option(j, &a, arg))) return rc;
     if (j->s.allow_data_change && !j->s.resume)
         return tg_cli_fail(CMD, "--allow-data-change only applies with --resume (a new run fits "
                            "its scaler on the data it is given)");
     if (j->s.threads && tg_threads_set((int)j->s.threads))
         return tg_cli_fail(CMD, "--threads %s", tg_last_error());
-    signals_install();
+    tg_rd_signals_install();
     return 0;
 }
 
@@ -872,9 +776,10 @@ static int check_out_dir(job *j)
 {
     const settings *s = &j->s;
     if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
-    j->continuing = s->resume && same_dir(j->resume_dir, s->out);
+    j->continuing = s->resume && tg_rd_same_dir(j->resume_dir, s->out);
     char found[256];
-    if (j->continuing || s->overwrite || !run_files_present(&j->rf, found, sizeof found)) return 0;
+    if (j->continuing || s->overwrite || !tg_rd_run_files_present(&j->rf, found, sizeof found))
+        return 0;
     if (s->resume)
         return tg_cli_fail(CMD, "--out %s already holds another run (%s): resuming %s there "
                            "would mix the two; continue that one with --resume %s, choose another "
@@ -926,7 +831,7 @@ static int setup_trainer(job *j)
                       .steps_per_epoch = steps, .patience = s->patience, .clip = s->clip,
                       .best_path = j->rf.best, .last_path = j->rf.ckpt, .batch = fill_batch,
                       .validate = validate, .check = check_first_loss, .progress = on_progress,
-                      .user = j, .stop = &stop_signal, .max_steps = s->max_steps};
+                      .user = j, .stop = &tg_rd_stop_signal, .max_steps = s->max_steps};
     tg_checkpoint_init(&t->state);
     tg_trainer_seed(t, (uint64_t)s->seed);
     if (!(t->state.scaler = tg_scaler_new(j->td.scaler->cols, j->td.scaler->mean,
@@ -963,12 +868,12 @@ static int start_run(job *j)
     const tg_tl_data *td = &j->td;
     char found[256], sp[64];
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
-    if (s->overwrite && !j->continuing && run_files_present(&j->rf, found, sizeof found)) {
-        if (remove_run_files(&j->rf)) return 2;
+    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found)) {
+        if (tg_rd_remove_run_files(&j->rf)) return 2;
         fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
                 "(%s)\n", s->out, found);
     }
-    remove_stale_temps(s->out);
+    tg_rd_remove_stale_temps(s->out);
     tg_tl_write_diagram(CMD, &j->rf, &j->m);
     printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", j->m.name,
            (long long)tg_params_numel(j->m.ps), td->d->source, (long long)td->d->rows,
@@ -1023,7 +928,7 @@ static int train(job *j)
     tg_trainer *t = &j->tr;
     j->t_line = tg_tl_now();
     if (!tg_trainer_run(t)) {
-        if (t->end == TG_TRAINER_STOPPED) return report_interrupt(&j->s, &j->ls, stop_signal);
+        if (t->end == TG_TRAINER_STOPPED) return report_interrupt(&j->s, &j->ls, tg_rd_stop_signal);
         return t->end == TG_TRAINER_MAX_STEPS ? report_max_steps(j) : 0;
     }
     switch (t->phase) {
@@ -1076,6 +981,7 @@ static int report(job *j)
 
 static int run(int argc, char **argv)
 {
+    if (tg_train_text_wanted(argc, argv)) return tg_train_text_run(argc, argv);
     job j = {.s = {.data = TG_BUILTIN_DATA, .out = "runs/train", .batch = 32, .patience = 3,
                    .lradj = TG_LR_TYPE1, .optim = TG_OPTIM_ADAM, .progress_every = 5}};
     tg_checkpoint_init(&j.resume_ck);

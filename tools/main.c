@@ -12,6 +12,7 @@ static const tg_cli_cmd *const commands[] = {
     &tg_cmd_train,
     &tg_cmd_eval,
     &tg_cmd_predict,
+    &tg_cmd_sample,
     &tg_cmd_run,
     &tg_cmd_op,
     &tg_cmd_gradcheck,

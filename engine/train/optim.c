@@ -33,6 +33,7 @@ struct tg_optim {
      * parameter i joined (0 for those there at creation). */
     int             n_seen;
     int64_t        *born;       /* [n_seen] */
+    bool           *no_decay;   /* [n_seen]: weight decay off for this parameter */
 };
 
 /* Allocate the state slots this optimizer uses for every parameter lacking them. */
@@ -56,9 +57,15 @@ static tg_status adopt_new_params(tg_optim *o)
     int64_t *born = tg__realloc(o->born, (size_t)n * sizeof *born);
     if (!born) return tg_set_error(TG_ERR_NOMEM, "tg_optim_step: out of memory");
     o->born = born;
+    bool *no_decay = tg__realloc(o->no_decay, (size_t)n * sizeof *no_decay);
+    if (!no_decay) return tg_set_error(TG_ERR_NOMEM, "tg_optim_step: out of memory");
+    o->no_decay = no_decay;
     tg_status st = alloc_slots(o->ps, &o->c);
     if (st) return st;
-    for (int i = o->n_seen; i < n; i++) born[i] = o->steps;
+    for (int i = o->n_seen; i < n; i++) {
+        born[i] = o->steps;
+        no_decay[i] = false;
+    }
     o->n_seen = n;
     return TG_OK;
 }
@@ -102,6 +109,8 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
     o->ps = ps;
     o->c = c;
     if (adopt_new_params(o)) {
+        tg__free(o->born);
+        tg__free(o->no_decay);
         tg__free(o);
         return NULL;
     }
@@ -112,6 +121,7 @@ void tg_optim_free(tg_optim *o)
 {
     if (!o) return;
     tg__free(o->born);
+    tg__free(o->no_decay);
     tg__free(o);
 }
 
@@ -121,18 +131,21 @@ tg_status tg_optim_step(tg_optim *o)
     tg_status st = adopt_new_params(o);
     if (st) return st;
     o->steps++;
+    tg_optim_config nodecay = o->c;
+    nodecay.weight_decay = 0;
     for (int i = 0; i < o->n_seen; i++) {
         tg_param *p = tg_params_at(o->ps, i);
         if (p->frozen) continue;
+        const tg_optim_config *c = o->no_decay[i] ? &nodecay : &o->c;
         /* this parameter's own step count (PyTorch keeps one per parameter) */
         int64_t t = o->steps - o->born[i] < 1 ? 1 : o->steps - o->born[i];
         bool f64 = p->value.dtype == TG_F64;
         if (o->c.kind == TG_OPTIM_SGD) {
-            if (f64) sgd_update_f64(&o->c, o->c.lr, t == 1, p);
-            else sgd_update_f32(&o->c, o->c.lr, t == 1, p);
+            if (f64) sgd_update_f64(c, c->lr, t == 1, p);
+            else sgd_update_f32(c, c->lr, t == 1, p);
         } else {
-            if (f64) adam_update_f64(&o->c, o->c.lr, t, p);
-            else adam_update_f32(&o->c, o->c.lr, t, p);
+            if (f64) adam_update_f64(c, c->lr, t, p);
+            else adam_update_f32(c, c->lr, t, p);
         }
     }
     return TG_OK;
@@ -160,6 +173,38 @@ void tg_optim_set_steps(tg_optim *o, int64_t steps)
 {
     TG__NONNULL_VOID(o);
     o->steps = steps;
+}
+
+tg_status tg_optim_set_decay(tg_optim *o, int i, bool decay)
+{
+    TG__NONNULL(o, TG_ERR_INVALID);
+    tg_status st = adopt_new_params(o);
+    if (st) return st;
+    if (i < 0 || i >= o->n_seen)
+        return tg_set_error(TG_ERR_INVALID, "tg_optim_set_decay: parameter %d out of range "
+                            "[0, %d)", i, o->n_seen);
+    o->no_decay[i] = !decay;
+    return TG_OK;
+}
+
+bool tg_optim_decays(const tg_optim *o, int i)
+{
+    TG__NONNULL(o, false);
+    return i >= 0 && i < o->n_seen && !o->no_decay[i];
+}
+
+tg_status tg_optim_decay_min_rank(tg_optim *o, int min_rank, int *decayed)
+{
+    TG__NONNULL(o, TG_ERR_INVALID);
+    TG__NONNULL(decayed, TG_ERR_INVALID);
+    tg_status st = adopt_new_params(o);
+    if (st) return st;
+    *decayed = 0;
+    for (int i = 0; i < o->n_seen; i++) {
+        o->no_decay[i] = tg_params_at(o->ps, i)->value.rank < min_rank;
+        *decayed += !o->no_decay[i];
+    }
+    return TG_OK;
 }
 
 const tg_optim_config *tg_optim_config_of(const tg_optim *o)
@@ -195,7 +240,8 @@ double tg_clip_grad_norm(tg_params *ps, double max_norm)
     return norm;
 }
 
-static const char *const schedule_names[TG_LR_SCHEDULE_COUNT] = {"constant", "type1", "cosine"};
+static const char *const schedule_names[TG_LR_SCHEDULE_COUNT] = {"constant", "type1", "cosine",
+                                                                      "warmup_cosine"};
 
 const char *tg_lr_schedule_name(tg_lr_schedule s)
 {
@@ -211,7 +257,7 @@ tg_status tg_lr_schedule_parse(const char *s, tg_lr_schedule *out)
             return TG_OK;
         }
     return tg_set_error(TG_ERR_INVALID, "unknown learning-rate schedule '%s' (constant, type1, "
-                        "cosine)", s ? s : "(null)");
+                        "cosine, warmup_cosine)", s ? s : "(null)");
 }
 
 double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64_t total,
@@ -225,9 +271,22 @@ double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64
         if (total <= warmup) return lr0;
         return 0.5 * lr0 *
                (1 + cos(3.14159265358979323846 * (double)(step - warmup) / (double)(total - warmup)));
+    case TG_LR_WARMUP_COSINE:
+        return tg_lr_warmup_cosine(lr0, 0, step, warmup, total);
     default:
         return lr0;
     }
+}
+
+/* nanoGPT's get_lr(it) (train.py), term by term. */
+double tg_lr_warmup_cosine(double lr, double min_lr, int64_t step, int64_t warmup,
+                           int64_t decay_steps)
+{
+    if (step < warmup) return lr * (double)(step + 1) / (double)(warmup + 1);
+    if (step > decay_steps || decay_steps <= warmup) return min_lr;
+    double decay_ratio = (double)(step - warmup) / (double)(decay_steps - warmup);
+    double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * decay_ratio));
+    return min_lr + coeff * (lr - min_lr);
 }
 
 /* ---- the update kernels, once per type ---- */

@@ -57,6 +57,18 @@ void    tg_optim_set_lr(tg_optim *o, double lr);
 int64_t tg_optim_steps(const tg_optim *o);
 void    tg_optim_set_steps(tg_optim *o, int64_t steps);
 const tg_optim_config *tg_optim_config_of(const tg_optim *o);
+
+/* Weight decay per parameter (nanoGPT's two param groups): every parameter
+ * decays by default; tg_optim_set_decay turns it off or on for parameter i
+ * of the store (TG_ERR_INVALID out of range), tg_optim_decays says whether
+ * it does (false out of range), and tg_optim_decay_min_rank decays exactly
+ * the parameters of rank >= min_rank (nanoGPT: p.dim() >= 2, so weight
+ * matrices and embeddings decay, biases and LayerNorm weights do not),
+ * *decayed their count. A parameter added to the store later decays. The
+ * mask is not in checkpoints: set it again after resuming. */
+tg_status tg_optim_set_decay(tg_optim *o, int i, bool decay);
+bool      tg_optim_decays(const tg_optim *o, int i);
+tg_status tg_optim_decay_min_rank(tg_optim *o, int min_rank, int *decayed);
 /* The optimizer state tensor names for checkpoints: "exp_avg", "exp_avg_sq"
  * (Adam/AdamW) or "momentum_buffer" (SGD with momentum); NULL for unused slots. */
 const char *tg_optim_slot_name(const tg_optim *o, int slot);
@@ -71,14 +83,24 @@ typedef enum tg_lr_schedule {
     TG_LR_CONSTANT,
     TG_LR_TYPE1,     /* Crossformer/TSL 'type1': lr0 * 0.5^epoch (epoch counted from 0) */
     TG_LR_COSINE,    /* linear warmup over `warmup` steps, then cosine decay to 0 at `total` */
+    TG_LR_WARMUP_COSINE,   /* nanoGPT's get_lr: tg_lr_warmup_cosine (tg_lr_at: min_lr 0,
+                              decay over `total`; the trainer: its min_lr and decay_steps) */
     TG_LR_SCHEDULE_COUNT
 } tg_lr_schedule;
 
-tg_status   tg_lr_schedule_parse(const char *s, tg_lr_schedule *out);   /* constant|type1|cosine */
+/* constant|type1|cosine|warmup_cosine */
+tg_status   tg_lr_schedule_parse(const char *s, tg_lr_schedule *out);
 const char *tg_lr_schedule_name(tg_lr_schedule s);
 /* The learning rate at (epoch, step) of a run with `total` steps. */
 double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64_t total,
                 int64_t warmup);
+
+/* nanoGPT's get_lr(it), step = it counted from 0: lr * (step + 1) / (warmup
+ * + 1) while step < warmup; min_lr after decay_steps (and from warmup on
+ * when decay_steps <= warmup); in between min_lr + 0.5 * (1 + cos(pi *
+ * (step - warmup) / (decay_steps - warmup))) * (lr - min_lr). */
+double tg_lr_warmup_cosine(double lr, double min_lr, int64_t step, int64_t warmup,
+                           int64_t decay_steps);
 
 #ifdef __cplusplus
 }

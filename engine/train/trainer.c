@@ -140,6 +140,9 @@ static tg_status check_settings(const tg_trainer *t)
         return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: %s", t->patience < 0 ? "patience < 0"
                             : t->warmup < 0 ? "warmup < 0" : !(t->clip >= 0) ? "clip < 0 or NaN"
                             : "unknown schedule");
+    if (!(t->min_lr >= 0) || !isfinite(t->min_lr) || t->decay_steps < 0)
+        return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: %s", t->decay_steps < 0
+                            ? "decay_steps < 0" : "min_lr must be finite and >= 0");
     if (t->max_steps < 0)
         return tg_set_error(TG_ERR_INVALID, "tg_trainer_run: max_steps must be >= 0 (0: no "
                             "limit), got %lld", (long long)t->max_steps);
@@ -220,7 +223,11 @@ static tg_status train_step(tg_trainer *t, int64_t k, double *loss)
 {
     tg_checkpoint *s = &t->state;
     const int64_t total = t->steps_per_epoch * t->epochs;
-    tg_optim_set_lr(t->optim, tg_lr_at(t->schedule, t->lr, s->epoch, s->step, total, t->warmup));
+    double lr = t->schedule == TG_LR_WARMUP_COSINE
+                    ? tg_lr_warmup_cosine(t->lr, t->min_lr, s->step, t->warmup,
+                                          t->decay_steps > 0 ? t->decay_steps : total)
+                    : tg_lr_at(t->schedule, t->lr, s->epoch, s->step, total, t->warmup);
+    tg_optim_set_lr(t->optim, lr);
     tg_status st = t->batch(t->user, s->epoch, k, &s->data_rng);
     if (st) return st;
     tg_params_zero_grad(t->ps);

@@ -154,7 +154,7 @@ typedef struct tg_trainer {
     tg_optim  *optim;           /* required: an optimizer over ps */
     tg_lr_schedule schedule;    /* default TG_LR_CONSTANT */
     double     lr;              /* required, > 0: the schedule's base rate */
-    int64_t    warmup;          /* TG_LR_COSINE's warmup steps (0: none) */
+    int64_t    warmup;          /* TG_LR_COSINE and TG_LR_WARMUP_COSINE warmup steps (0: none) */
     int64_t    epochs;          /* required, >= 1 (the schedule's length is epochs * steps) */
     int64_t    steps_per_epoch; /* required, >= 1 */
     int64_t    patience;        /* early stop after this many epochs without improvement; 0: off */
@@ -168,6 +168,10 @@ typedef struct tg_trainer {
     void      *user;            /* handed to every callback */
     volatile sig_atomic_t *stop;   /* optional: nonzero asks the run to stop between steps */
     int64_t    max_steps;       /* end the run when state.step reaches it; 0: no limit */
+    /* TG_LR_WARMUP_COSINE (nanoGPT's get_lr): the rate it decays to, and the
+     * step where it gets there (0: epochs * steps_per_epoch) */
+    double     min_lr;
+    int64_t    decay_steps;
 
     tg_checkpoint    state;     /* owned: counters, RNGs, history (tg_trainer_clear frees) */
     tg_trainer_end   end;       /* after tg_trainer_run: why it returned */
