@@ -371,3 +371,23 @@ Test(cli_aliases, a_flag_with_a_value_is_refused)
     cr_assert_eq(rc, 0, "rc %d: %s", rc, err);
     cr_assert(!strncmp(out, "digraph", 7), "%s", out);
 }
+
+/* One --set takes the KEY=VALUE words after it in every layer command (as
+ * train --text does, nanoGPT's habit), up to the next option. */
+Test(cli_aliases, one_set_takes_several_words)
+{
+    char a[4096], b[4096], err[1024];
+    int rc = tt_run_tool_out(TT_ARGS("summary", "tsa", "--set", "d_model=8", "n_heads=2",
+                                     "d_ff=16", "--csv"),
+                             a, sizeof a, err, sizeof err);
+    cr_assert_eq(rc, 0, "rc %d: %s", rc, err);
+    rc = tt_run_tool_out(TT_ARGS("summary", "tsa", "--set", "d_model=8", "--set", "n_heads=2",
+                                 "--set", "d_ff=16", "--csv"),
+                         b, sizeof b, err, sizeof err);
+    cr_assert_eq(rc, 0, "rc %d: %s", rc, err);
+    cr_assert_str_eq(a, b);
+    rc = tt_run_tool(TT_ARGS("dot", "tsa", "--set", "d_model=8", "nope=1", "-o", "-"), err,
+                     sizeof err);
+    cr_assert_eq(rc, 2, "rc %d: %s", rc, err);
+    cr_assert(strstr(err, "unknown key 'nope'"), "%s", err);
+}

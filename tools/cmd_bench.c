@@ -301,7 +301,7 @@ static int bench_gemm(int64_t m, int64_t n, int64_t k, const bench_opts *bo)
 enum { O_SET, O_THREADS, O_MIN_TIME, O_WARMUP, O_RECOMPUTE, O_PROFILE, O_PROGRESS_EVERY, O_QUIET,
        O_M, O_N, O_K };
 static const tg_opt opts[] = {
-    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); KEY=VALUE words after it are more"},
     [O_THREADS] = {"--threads", "-t", "N", "threads of the pool (1 .. 64; default: the online "
                    "cores)"},
     [O_MIN_TIME] = {"--min-time", NULL, "SECONDS", "time each part at least this long "
@@ -328,7 +328,7 @@ static int run(int argc, char **argv)
     tg_args a;
     tg_args_init(&a, "bench", argc, argv);
     tg_args_table(&a, opts, TG_OPTS_N(opts));
-    const char *layer = NULL, *arg, *v;
+    const char *layer = NULL, *arg;
     bench_opts bo = {.threads = 0, .min_time = 1.0, .warmup = 3, .pr = TG_CLI_PROGRESS_DEFAULT};
     int64_t dims[3] = {0, 0, 0}, iv;
     tg_config *cfg = tg_config_new();
@@ -340,7 +340,7 @@ static int run(int argc, char **argv)
         } else if (a.opt == O_QUIET) {
             bo.pr.quiet = true;
         } else if (a.opt == O_SET) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("bench", cfg, v)) goto done;
+            if (tg_cli_set_args(&a, "bench", cfg)) goto done;
             n_sets++;
         } else if (a.opt == O_THREADS) {
             if (!tg_args_int(&a, 1, TG_MAX_THREADS, &iv)) goto done;

@@ -91,7 +91,7 @@ typedef struct {
 
 enum { O_SET, O_DEPTH, O_BACKWARD, O_UNFUSE, O_RANKDIR, O_OUT, O_SVG, O_PNG, O_PROFILE, O_STEPS };
 static const tg_opt opts[] = {
-    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); KEY=VALUE words after it are more"},
     [O_DEPTH] = {"--depth", NULL, "N",
                  "draw every module N levels below the layer (or model) as one box, counted "
                  "from the layer's own modules: 1 shows them as boxes (0, the default: "
@@ -128,7 +128,7 @@ static int parse_args(dot_req *R, int argc, char **argv)
     int64_t depth = 0;
     while ((arg = tg_args_next(&a))) {
         if (a.opt == O_SET) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("dot", R->cfg, v)) return 2;
+            if (tg_cli_set_args(&a, "dot", R->cfg)) return 2;
         } else if (a.opt == O_DEPTH) {
             if (!tg_args_int(&a, 0, 64, &depth)) return 2;
             R->o.depth = (int)depth;

@@ -289,7 +289,7 @@ static int parse_args(gc_args *G, int argc, char **argv)
     tg_args a;
     tg_args_init(&a, "gradcheck", argc, argv);
     tg_args_table(&a, opts, TG_OPTS_N(opts));
-    const char *arg, *v;
+    const char *arg;
     op_sources *src = &G->src;
     while ((arg = tg_args_next(&a))) {
         if (a.opt == O_PROGRESS_EVERY) {
@@ -297,7 +297,7 @@ static int parse_args(gc_args *G, int argc, char **argv)
         } else if (a.opt == O_QUIET) {
             G->pr.quiet = true;
         } else if (a.opt == O_SET) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("gradcheck", G->cfg, v)) return 2;
+            if (tg_cli_set_args(&a, "gradcheck", G->cfg)) return 2;
         } else if (a.opt == O_SEED) {
             if (!tg_args_int(&a, 0, INT64_MAX, &G->seed)) return 2;
         } else if (a.opt == O_MAX_PER) {

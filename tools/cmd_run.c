@@ -62,7 +62,7 @@ typedef struct {
 enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_SAVE_WEIGHTS, O_BUFFERS, O_OUT, O_ATTN, O_ATTN_SVG,
        O_GRAD_OUTPUT, O_GRADS };
 static const tg_opt opts[] = {
-    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); KEY=VALUE words after it are more"},
     [O_INPUT] = {"--input", "--in", "NAME=FILE.npy", "the layer's input NAME"},
     [O_OUT] = {"--out", "-o", "FILE.npy", "the output y"},
     [O_WEIGHTS] = {"--weights", NULL, "FILE.safetensors",
@@ -92,7 +92,7 @@ static int parse_args(run_req *R, int argc, char **argv)
     const char *arg, *v;
     while ((arg = tg_args_next(&a))) {
         if (a.opt == O_SET) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("run", R->cfg, v)) return 2;
+            if (tg_cli_set_args(&a, "run", R->cfg)) return 2;
         } else if (a.opt == O_INPUT) {
             if (!tg_args_value(&a, &v) || tg_cli_inputs_add("run", &R->files, v)) return 2;
             R->in[R->n_in++] = (tg_cli_file){"--input", strchr(v, '=') + 1};   /* loaded: has '=' */

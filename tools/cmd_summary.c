@@ -228,7 +228,7 @@ static tg_status write_summary(FILE *f, void *ctx)
 
 enum { O_SET, O_DEPTH, O_PROFILE, O_STEPS, O_CSV, O_MARKDOWN, O_OUT };
 static const tg_opt opts[] = {
-    [O_SET] = {"--set", NULL, "KEY=VALUE", "a config key of LAYER (tgraph layers LAYER)"},
+    [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); KEY=VALUE words after it are more"},
     [O_DEPTH] = {"--depth", NULL, "N",
                  "rows for modules down to N levels below the layer, counted as tgraph dot "
                  "--depth counts (default 3; 0: the layer's row alone)"},
@@ -249,11 +249,11 @@ static int parse_args(sum_req *R, int argc, char **argv)
     tg_args a;
     tg_args_init(&a, "summary", argc, argv);
     tg_args_table(&a, opts, TG_OPTS_N(opts));
-    const char *arg, *v;
+    const char *arg;
     int64_t k;
     while ((arg = tg_args_next(&a))) {
         if (a.opt == O_SET) {
-            if (!tg_args_value(&a, &v) || tg_cli_set("summary", R->cfg, v)) return 2;
+            if (tg_cli_set_args(&a, "summary", R->cfg)) return 2;
         } else if (a.opt == O_DEPTH || a.opt == O_STEPS) {
             if (!tg_args_int(&a, a.opt == O_DEPTH ? 0 : 1, a.opt == O_DEPTH ? 64 : 1000000, &k))
                 return 2;

@@ -629,8 +629,7 @@ static int parse_data_option(job *j, tg_args *a)
         VALUE(&s->model);
         s->set_model = true;
     } else if (a->opt == O_SET) {
-        VALUE(&v);
-        if (tg_cli_set(CMD, j->cfg, v)) return 2;
+        if (tg_cli_set_args(a, CMD, j->cfg)) return 2;
         s->set_cfg = true;
     } else {
         return -1;

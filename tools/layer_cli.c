@@ -14,6 +14,15 @@ int tg_cli_set(const char *cmd, tg_config *cfg, const char *item)
     return 0;
 }
 
+int tg_cli_set_args(tg_args *a, const char *cmd, tg_config *cfg)
+{
+    const char *v;
+    if (!tg_args_value(a, &v) || tg_cli_set(cmd, cfg, v)) return 2;
+    while (a->i < a->argc && a->argv[a->i][0] != '-' && strchr(a->argv[a->i], '='))
+        if (tg_cli_set(cmd, cfg, a->argv[a->i++])) return 2;
+    return 0;
+}
+
 int tg_cli_inputs_add(const char *cmd, tg_cli_inputs *in, const char *item)
 {
     const char *eq = strchr(item, '=');

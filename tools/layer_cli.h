@@ -6,6 +6,7 @@
 #ifndef TG_LAYER_CLI_H
 #define TG_LAYER_CLI_H
 
+#include "args.h"
 #include "tgraph.h"
 
 typedef struct tg_cli_layer {
@@ -45,5 +46,8 @@ tg_status tg_cli_random_input(const tg_layer *layer, int i, tg_node *n, tg_rng *
 
 /* Add "KEY=VALUE" to cfg, printing the error; returns 0 or 2. */
 int tg_cli_set(const char *cmd, tg_config *cfg, const char *item);
+/* --set's value and the KEY=VALUE words after it (--set n_layer=4 n_head=4,
+ * nanoGPT's habit; a word starting with '-' ends the list). 0 or 2. */
+int tg_cli_set_args(tg_args *a, const char *cmd, tg_config *cfg);
 
 #endif

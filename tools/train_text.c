@@ -182,7 +182,6 @@ static int parse_number(text_settings *s, tg_args *a, const char *arg)
 static int parse_option(text_job *j, tg_args *a, const char *arg)
 {
     text_settings *s = &j->s;
-    const char *v;
     int r = parse_number(s, a, arg);
     if (r >= 0) return r;
     switch (a->opt) {
@@ -191,10 +190,7 @@ static int parse_option(text_job *j, tg_args *a, const char *arg)
     case O_MODEL: if (!tg_args_value(a, &s->model)) return 2;
         if (!s->fixed) s->fixed = arg;
         break;
-    case O_SET: if (!tg_args_value(a, &v) || tg_cli_set(CMD, j->cfg, v)) return 2;
-        /* nanoGPT's habit: --set n_layer=4 n_head=4 ... (KEY=VALUE words after it) */
-        while (a->i < a->argc && a->argv[a->i][0] != '-' && strchr(a->argv[a->i], '='))
-            if (tg_cli_set(CMD, j->cfg, a->argv[a->i++])) return 2;
+    case O_SET: if (tg_cli_set_args(a, CMD, j->cfg)) return 2;
         if (!s->fixed) s->fixed = arg;
         break;
     case O_OUT_DIR: if (!tg_args_value(a, &s->out)) return 2;
