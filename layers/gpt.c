@@ -60,33 +60,6 @@ static tg_status gpt_config_check(const tg_gpt_config *c)
     return TG_OK;
 }
 
-/* nanoGPT's LayerNorm(ndim, bias): weight 1, bias 0 or none (eps 1e-5). */
-static tg_status ln_init(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
-                         const char *name, int64_t n, bool bias)
-{
-    if (bias) return tg_layernorm_mod_init(m, ps, prefix, name, n);
-    char full[TG_NAME_MAX];
-    tg_status st;
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "%s", name);
-    m->n = n;
-    m->eps = TG_LAYER_NORM_EPS;
-    if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
-    if (!(m->weight = tg_params_addf(ps, 1, &n, "%s.weight", full))) return TG_ERR_INVALID;
-    tg_init_constant(&m->weight->value, 1.0);
-    return TG_OK;
-}
-
-/* F.layer_norm(x, weight.shape, weight, bias, 1e-5), bias optional */
-static tg_node *ln_build(tg_graph *g, const tg_layernorm_mod *m, tg_node *x)
-{
-    if (tg_scope_push(g, m->name)) return NULL;
-    tg_node *y = tg_layer_norm(g, x, 1, &m->n, tg_param_node(g, m->weight),
-                               m->bias ? tg_param_node(g, m->bias) : NULL, m->eps);
-    tg_scope_pop(g);
-    return y;
-}
-
 /* nn.Linear(in, out, bias) with nanoGPT's init: weight N(0, std), bias 0. */
 static tg_status linear_init(tg_linear_mod *m, tg_params *ps, const char *prefix,
                              const char *name, int64_t in, int64_t out, bool bias, double std,
@@ -106,12 +79,12 @@ static tg_status block_init(tg_gpt_block *b, const tg_gpt_config *c, tg_params *
     tg_status st;
     snprintf(b->name, sizeof b->name, "h.%d", i);
     if ((st = tg_name_join(full, sizeof full, prefix, b->name))) return st;
-    if ((st = ln_init(&b->ln_1, ps, full, "ln_1", C, c->bias))) return st;
+    if ((st = tg_layernorm_mod_init_bias(&b->ln_1, ps, full, "ln_1", C, c->bias))) return st;
     if ((st = tg_name_join(sub, sizeof sub, full, "attn")) ||
         (st = linear_init(&b->c_attn, ps, sub, "c_attn", C, 3 * C, c->bias, std, rng)) ||
         (st = linear_init(&b->attn_proj, ps, sub, "c_proj", C, C, c->bias, proj_std, rng)))
         return st;
-    if ((st = ln_init(&b->ln_2, ps, full, "ln_2", C, c->bias))) return st;
+    if ((st = tg_layernorm_mod_init_bias(&b->ln_2, ps, full, "ln_2", C, c->bias))) return st;
     if ((st = tg_name_join(sub, sizeof sub, full, "mlp")) ||
         (st = linear_init(&b->c_fc, ps, sub, "c_fc", C, 4 * C, c->bias, std, rng)) ||
         (st = linear_init(&b->mlp_proj, ps, sub, "c_proj", 4 * C, C, c->bias, proj_std, rng)))
@@ -143,7 +116,7 @@ tg_status tg_gpt_init(tg_gpt *m, const tg_gpt_config *c, tg_params *ps, const ch
     }
     for (int i = 0; i < c->n_layer; i++)
         if ((st = block_init(&m->h[i], c, ps, tr, i, rng))) return st;
-    if ((st = ln_init(&m->ln_f, ps, tr, "ln_f", C, c->bias))) return st;
+    if ((st = tg_layernorm_mod_init_bias(&m->ln_f, ps, tr, "ln_f", C, c->bias))) return st;
     /* lm_head.weight is wte's weight: one parameter, a second state_dict name */
     if ((st = tg_name_join(name, sizeof name, prefix, "lm_head.weight"))) return st;
     return tg_params_alias(ps, name, m->wte);
@@ -222,11 +195,11 @@ tg_node *tg_gpt_build(tg_graph *g, const tg_gpt *m, tg_node *idx)
     for (int64_t i = 0; i < m->c.n_layer; i++) {
         const tg_gpt_block *b = &m->h[i];
         if (tg_scope_push(g, b->name)) return NULL;
-        x = tg_add(g, x, attn_build(g, m, b, ln_build(g, &b->ln_1, x)));   // x + attn(ln_1(x))
-        x = tg_add(g, x, mlp_build(g, m, b, ln_build(g, &b->ln_2, x)));    // x + mlp(ln_2(x))
+        x = tg_add(g, x, attn_build(g, m, b, tg_layernorm_mod_build(g, &b->ln_1, x)));   // x + attn(ln_1(x))
+        x = tg_add(g, x, mlp_build(g, m, b, tg_layernorm_mod_build(g, &b->ln_2, x)));    // x + mlp(ln_2(x))
         tg_scope_pop(g);
     }
-    x = ln_build(g, &m->ln_f, x);                                   // [B, T, C]
+    x = tg_layernorm_mod_build(g, &m->ln_f, x);                                   // [B, T, C]
     tg_scope_pop(g);
     /* logits = lm_head(x): Linear(C, V, bias=False) whose weight is wte's */
     tg_node *logits = NULL;

@@ -63,6 +63,12 @@ tg_node *tg_linear_mod_build(tg_graph *g, const tg_linear_mod *m, tg_node *x)
 tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
                                 const char *name, int64_t n)
 {
+    return tg_layernorm_mod_init_bias(m, ps, prefix, name, n, true);
+}
+
+tg_status tg_layernorm_mod_init_bias(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
+                                     const char *name, int64_t n, bool bias)
+{
     TG__NONNULL(m, TG_ERR_INVALID);
     TG__NONNULL(ps, TG_ERR_INVALID);
     TG__NONNULL(name, TG_ERR_INVALID);
@@ -76,7 +82,7 @@ tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *
                                     name, (long long)n);
     if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
     if (!(m->weight = tg_params_addf(ps, 1, &n, "%s.weight", full)) ||
-        !(m->bias = tg_params_addf(ps, 1, &n, "%s.bias", full)))
+        (bias && !(m->bias = tg_params_addf(ps, 1, &n, "%s.bias", full))))
         return TG_ERR_INVALID;
     tg_init_constant(&m->weight->value, 1.0);
     return TG_OK;
@@ -88,7 +94,7 @@ tg_node *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node 
     TG__BUILDER_NONNULL(g, x);
     if (tg_scope_push(g, m->name)) return NULL;
     tg_node *y = tg_layer_norm(g, x, 1, &m->n, tg_param_node(g, m->weight),
-                               tg_param_node(g, m->bias), m->eps);
+                               m->bias ? tg_param_node(g, m->bias) : NULL, m->eps);
     tg_scope_pop(g);
     return y;
 }

@@ -41,6 +41,10 @@ typedef struct tg_layernorm_mod {
 /* nn.LayerNorm(n) (eps 1e-5, elementwise affine) over the last dim. */
 tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
                                 const char *name, int64_t n);
+/* The same with the bias optional (nanoGPT's LayerNorm(ndim, bias)): without
+ * it m->bias is NULL and the build adds none. */
+tg_status tg_layernorm_mod_init_bias(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
+                                     const char *name, int64_t n, bool bias);
 tg_node  *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node *x);
 
 /* Crossformer's MLP: Sequential(Linear(d_in, d_hidden), GELU(), Linear(d_hidden, d_in)),

@@ -41,6 +41,7 @@ tg_svg_lines                (title|xlabel|ylabel) no label
 tg_checkpoint_save          o               parameters only, no optimizer
 .*_init                     (prefix|rng)    no name prefix / parameters left at zero
 tg_layer_new                (prefix|rng)    no name prefix / parameters left at zero
+tg_layernorm_mod_init_bias  prefix          no name prefix
 tg_name_join                prefix          no prefix
 tg_config_check_unused      (c|context|known) a NULL config has no unused keys; no context / no list of known keys
 tg_(input|constant)         name            an unnamed leaf ("input", "constant")
