@@ -35,15 +35,21 @@ static void json_text(const tg__json *v, char *buf, size_t len)
     }
 }
 
-tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
+void *tt_case_json(const char *dir, tg__json_doc *doc)
 {
     char path[512];
     void *text;
     size_t len;
-    tg__json_doc doc = {0};
     snprintf(path, sizeof path, "%s/%s/case.json", TT_FIXTURES, dir);
     cr_assert_eq(tg_read_file(path, 0, &text, &len), TG_OK, "%s", tg_last_error());
-    cr_assert_eq(tg__json_parse(text, len, path, NULL, &doc), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg__json_parse(text, len, path, NULL, doc), TG_OK, "%s", tg_last_error());
+    return text;
+}
+
+tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
+{
+    tg__json_doc doc = {0};
+    void *text = tt_case_json(dir, &doc);
     const tg__json *l = tg__json_get(doc.root, "layer"), *c = tg__json_get(doc.root, "config");
     cr_assert(l && l->kind == TG__JSON_STRING && c && c->kind == TG__JSON_OBJECT);
     snprintf(layer, layer_len, "%s", l->str);

@@ -5,10 +5,14 @@
 #ifndef TG_LAYER_CASE_H
 #define TG_LAYER_CASE_H
 
+#include "json.h"
 #include "testutil.h"
 
 /* The case's layer name (into layer) and its config as a tg_config (free it). */
 tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len);
+/* Parse fixtures/DIR/case.json into *doc; returns the text to tg_free after
+ * tg__json_free(doc). */
+void *tt_case_json(const char *dir, tg__json_doc *doc);
 
 /* Build the case's layer from its case.json config, load weights.safetensors
  * by name, run the inputs, and compare y, attn (when present) and every

@@ -52,18 +52,14 @@ static void made_free(made *r)
  * and lm_head.weight only as an alias of transformer.wte.weight. */
 static void assert_keys_of_case(const char *name)
 {
-    char layer[64], dir[128], path[512];
+    char layer[64], dir[128];
     snprintf(dir, sizeof dir, "oracle/%s", name);
     tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
     tg_params *ps = tg_params_new(TG_F32);
     tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
     cr_assert_not_null(l, "%s", tg_last_error());
-    void *text;
-    size_t len;
     tg__json_doc doc = {0};
-    snprintf(path, sizeof path, "%s/%s/case.json", TT_FIXTURES, dir);
-    cr_assert_eq(tg_read_file(path, 0, &text, &len), TG_OK, "%s", tg_last_error());
-    cr_assert_eq(tg__json_parse(text, len, path, NULL, &doc), TG_OK, "%s", tg_last_error());
+    void *text = tt_case_json(dir, &doc);
     const tg__json *params = tg__json_get(doc.root, "params");
     cr_assert(params && params->kind == TG__JSON_ARRAY);
     cr_assert_eq(params->n, tg_params_count(ps), "%s: %d parameters in the case, %d here", name,
