@@ -74,7 +74,7 @@ Test(cli_aliases, op_input_and_grads_aliases_agree)
     snprintf(y1, sizeof y1, "%s", tt_path("y1.npy"));
     snprintf(y2, sizeof y2, "%s", tt_path("y2.npy"));
     for (int i = 0; i < 3; i++) {
-        char n[16];
+        char n[32];
         snprintf(n, sizeof n, "g1_%d.npy", i);
         snprintf(g1[i], sizeof g1[i], "%s", tt_path(n));
         snprintf(n, sizeof n, "g2_%d.npy", i);

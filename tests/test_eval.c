@@ -310,7 +310,7 @@ Test(eval, forecast_plot_has_history_truth_and_forecast)
     char ticks[16][32];
     cr_assert_eq(xticks(s, 0, ticks, 16), 12, "rows 88-99");
     for (int k = 0; k < 12; k++) {
-        char row[8];
+        char row[16];
         snprintf(row, sizeof row, "%d", 88 + k);
         cr_assert_str_eq(ticks[k], row);
     }

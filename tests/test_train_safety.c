@@ -185,7 +185,7 @@ Test(train_safety, long_out_is_used_whole_and_nothing_is_written_outside_it)
     const char *files[] = {"checkpoint.safetensors", "best.safetensors", "metrics.csv",
                            "loss.svg", "model.dot"};
     for (int i = 0; i < 5; i++) {
-        char p[PATH_MAX];
+        char p[PATH_MAX + 64];
         snprintf(p, sizeof p, "%s/%s", out, files[i]);
         cr_assert(exists(p), "%s missing in the long --out", files[i]);
     }
