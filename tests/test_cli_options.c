@@ -166,8 +166,9 @@ Test(cli_options, every_row_is_accepted_and_unknown_ones_are_not)
 Test(cli_options, only_table_rows_are_matched_in_the_sources)
 {
     /* the parsers key on table rows: no option is spelled in a strcmp of an argument */
-    static const char *const files[] = {"tools/cmd_train.c", "tools/cmd_eval.c",
-                                        "tools/cmd_predict.c", "tools/cmd_run.c", "tools/cmd_op.c",
+    static const char *const files[] = {"tools/cmd_train.c", "tools/train_opts.c",
+                                        "tools/cmd_eval.c", "tools/cmd_predict.c",
+                                        "tools/cmd_run.c", "tools/cmd_op.c",
                                         "tools/cmd_gradcheck.c", "tools/cmd_dot.c",
                                         "tools/cmd_compare.c", "tools/cmd_bench.c",
                                         "tools/cmd_layers.c", "tools/demo.c", "tools/progress.c"};
