@@ -1,7 +1,9 @@
 /*
  * layer_case.c - run one PyTorch oracle case (shared/oracle/make_case.py,
  * files under tests/fixtures/oracle/<case>/) through the layer registry and
- * compare the output, the attention weights and every gradient.
+ * compare the output, the attention weights and every gradient; and the
+ * helpers around registry layers the suites share (tt_layer_new, gradcheck,
+ * config rejection).
  */
 #include <stdio.h>
 #include <string.h>
@@ -68,16 +70,15 @@ tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
 /* plan 0: default; 1: shared values; 2: shared values and recompute */
 static void run_oracle_case(const char *name, double atol, double rtol, int plan)
 {
-    char dir[256], path[512], layer[64], what[512];
+    char dir[256], path[512], what[512];
     snprintf(dir, sizeof dir, "oracle/%s", name);
     char label[160];
     snprintf(label, sizeof label, "%s%s", name,
              plan == 2 ? " (recompute)" : plan ? " (shared values)" : "");
     name = label;
-    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
-    cr_assert_not_null(l, "%s: %s", name, tg_last_error());
+    tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
+    tg_params *ps = t.ps;
+    tg_layer *l = t.l;
     snprintf(path, sizeof path, "%s/%s/weights.safetensors", TT_FIXTURES, dir);
     cr_assert_eq(tg_params_load(ps, path, 0), TG_OK, "%s: %s", name, tg_last_error());
 
@@ -151,9 +152,7 @@ static void run_oracle_case(const char *name, double atol, double rtol, int plan
     tg_tensor_free(dy);
     for (int i = 0; i < n; i++) tg_tensor_free(x[i]);
     tg_graph_free(g);
-    tg_layer_free(l);
-    tg_params_free(ps);
-    tg_config_free(cfg);
+    tt_layer_free(&t);
 }
 
 /* Each case three times: the default plan; the training plan of tgraph train
@@ -164,6 +163,61 @@ static void run_oracle_case(const char *name, double atol, double rtol, int plan
 void tt_run_oracle_case(const char *name, double atol, double rtol)
 {
     for (int plan = 0; plan < 3; plan++) run_oracle_case(name, atol, rtol, plan);
+}
+
+/* tt_layer_new and tt_case_layer once the config is made (the caller frees it). */
+static tt_layer layer_new(const char *layer, tg_config *cfg, const tt_layer_opts *o)
+{
+    static const tt_layer_opts zero = {0};
+    if (!o) o = &zero;
+    tt_layer t = {0};
+    tg_rng rng;
+    tg_rng_seed(&rng, o->seed);
+    t.ps = tg_params_new(o->dtype);
+    t.l = tg_layer_new(layer, cfg, t.ps, "", o->init ? &rng : NULL);
+    cr_assert_not_null(t.l, "%s: %s", layer, tg_last_error());
+    if (o->no_graph) return t;
+    t.g = tg_graph_new(o->dtype);
+    tg_graph_set_training(t.g, o->training);
+    tg_graph_set_unfused(t.g, o->unfused);
+    cr_assert_eq(tg_graph_unfused(t.g), o->unfused);
+    for (int i = 0; i < tg_layer_input_count(t.l); i++) {
+        const tg_layer_input *s = tg_layer_input_at(t.l, i);
+        t.in[i] = tg_input(t.g, s->name, s->ids ? TG_I64 : o->dtype, s->rank, s->shape);
+        if (o->randn_seed && !s->ids)
+            tt_randn((tg_tensor *)tg_node_value(t.in[i]), o->randn_seed + (uint64_t)i);
+        if (s->differentiable && !o->no_grad) tg_node_set_requires_grad(t.in[i], true);
+    }
+    cr_assert_eq(tg_layer_build(t.l, t.g, t.in, &t.out), TG_OK, "%s: %s", layer,
+                 tg_last_error());
+    return t;
+}
+
+tt_layer tt_layer_new(const char *layer, const char *const *sets, int n_sets,
+                      const tt_layer_opts *o)
+{
+    tg_config *cfg = tg_config_new();
+    for (int i = 0; i < n_sets; i++)
+        cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK, "%s: %s", sets[i], tg_last_error());
+    tt_layer t = layer_new(layer, cfg, o);
+    tg_config_free(cfg);
+    return t;
+}
+
+tt_layer tt_case_layer(const char *dir, const tt_layer_opts *o)
+{
+    char layer[64];
+    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
+    tt_layer t = layer_new(layer, cfg, o);
+    tg_config_free(cfg);
+    return t;
+}
+
+void tt_layer_free(tt_layer *t)
+{
+    tg_graph_free(t->g);
+    tg_layer_free(t->l);
+    tg_params_free(t->ps);
 }
 
 int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, uint64_t seed,

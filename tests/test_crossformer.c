@@ -23,15 +23,13 @@ Test(crossformer, oracle_odd) { tt_run_oracle_case("x_crossformer_odd", ATOL, RT
  * buffer, in the same order. */
 static void assert_state_dict_order(const char *name)
 {
-    char path[512], layer[64], dir[128];
+    char path[512], dir[128];
     void *text;
     size_t len;
     tg__json_doc doc = {0};
     snprintf(dir, sizeof dir, "oracle/%s", name);
-    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
-    cr_assert_not_null(l, "%s", tg_last_error());
+    tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
+    tg_params *ps = t.ps;
     snprintf(path, sizeof path, "%s/%s/case.json", TT_FIXTURES, dir);
     cr_assert_eq(tg_read_file(path, 0, &text, &len), TG_OK, "%s", tg_last_error());
     cr_assert_eq(tg__json_parse(text, len, path, NULL, &doc), TG_OK, "%s", tg_last_error());
@@ -51,9 +49,7 @@ static void assert_state_dict_order(const char *name)
     cr_assert_eq(at, tg_params_count(ps));
     tg__json_free(&doc);
     tg_free(text);
-    tg_layer_free(l);
-    tg_params_free(ps);
-    tg_config_free(cfg);
+    tt_layer_free(&t);
 }
 
 Test(crossformer, keys_in_state_dict_order)
@@ -190,41 +186,12 @@ Test(crossformer, gradcheck_win3_training)
                                      "seg_len=4", "win_size=3", "dropout=0.2"}, 12, 2, true);
 }
 
-/* A registry crossformer on x ~ N(0, 1). */
-typedef struct model {
-    tg_params *ps;
-    tg_layer  *l;
-    tg_graph  *g;
-    tg_node   *x, *y;
-} model;
-
-static model model_new(const char *const *sets, int n, bool training)
+/* A registry crossformer, parameters from seed 5, on x ~ N(0, 1) (seed 6). */
+static tt_layer model_new(const char *const *sets, int n, bool training)
 {
-    model m;
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    tg_rng rng;
-    tg_rng_seed(&rng, 5);
-    m.ps = tg_params_new(TG_F32);
-    m.l = tg_layer_new("crossformer", cfg, m.ps, "", &rng);
-    cr_assert_not_null(m.l, "%s", tg_last_error());
-    tg_config_free(cfg);
-    m.g = tg_graph_new(TG_F32);
-    tg_graph_set_training(m.g, training);
-    const tg_layer_input *spec = tg_layer_input_at(m.l, 0);
-    m.x = tg_input(m.g, "x", TG_F32, spec->rank, spec->shape);
-    tt_randn((tg_tensor *)tg_node_value(m.x), 6);
-    tg_layer_outputs out;
-    cr_assert_eq(tg_layer_build(m.l, m.g, &m.x, &out), TG_OK, "%s", tg_last_error());
-    m.y = out.y;
-    return m;
-}
-
-static void model_free(model *m)
-{
-    tg_graph_free(m->g);
-    tg_layer_free(m->l);
-    tg_params_free(m->ps);
+    return tt_layer_new("crossformer", sets, n,
+                        &(tt_layer_opts){.init = true, .seed = 5, .randn_seed = 6,
+                                         .training = training, .no_grad = true});
 }
 
 static void assert_all_finite(const tg_tensor *t, const char *what)
@@ -241,11 +208,12 @@ static void assert_all_finite(const tg_tensor *t, const char *what)
 Test(crossformer, paper_config_trains)
 {
     tt_deadline(120);
-    model m = model_new((const char *[]){"B=2", "enc_in=7", "seq_len=168", "pred_len=24",
-                                         "seg_len=6", "d_model=256", "n_heads=4", "e_layers=3",
-                                         "factor=10", "d_ff=512", "dropout=0.2", "win_size=2"},
-                        12, true);
-    const tg_tensor *y = tg_node_value(m.y);
+    tt_layer m = model_new((const char *[]){"B=2", "enc_in=7", "seq_len=168", "pred_len=24",
+                                            "seg_len=6", "d_model=256", "n_heads=4",
+                                            "e_layers=3", "factor=10", "d_ff=512", "dropout=0.2",
+                                            "win_size=2"},
+                           12, true);
+    const tg_tensor *y = tg_node_value(m.out.y);
     cr_assert(y->rank == 3 && y->shape[0] == 2 && y->shape[1] == 24 && y->shape[2] == 7);
     /* 28 segments in, 14 and 7 after merging; 4 decoder segments */
     cr_assert_not_null(tg_params_find(m.ps, "encoder.encode_blocks.2.encode_layers.0.router"));
@@ -258,7 +226,7 @@ Test(crossformer, paper_config_trains)
     assert_all_finite(y, "y");
     tg_tensor *dy = tg_tensor_new(TG_F32, 3, y->shape);
     tt_randn(dy, 7);
-    cr_assert_eq(tg_graph_backward(m.g, m.y, dy), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_graph_backward(m.g, m.out.y, dy), TG_OK, "%s", tg_last_error());
     for (int i = 0; i < tg_params_count(m.ps); i++) {
         const tg_param *p = tg_params_at(m.ps, i);
         assert_all_finite(&p->grad, p->name);
@@ -268,40 +236,41 @@ Test(crossformer, paper_config_trains)
         cr_assert_gt(s, 0, "%s has no gradient", p->name);
     }
     tg_tensor_free(dy);
-    model_free(&m);
+    tt_layer_free(&m);
 }
 
 /* Dropout is active in training mode only: p = 0 training equals eval, p > 0
  * differs, the same graph seed repeats the masks. */
 Test(crossformer, training_mode_dropout)
 {
-    model e = model_new((const char *[]){"dropout=0.3"}, 1, false);
-    model t = model_new((const char *[]){"dropout=0.3"}, 1, true);
-    model z = model_new((const char *[]){"dropout=0"}, 1, true);
-    model ez = model_new((const char *[]){"dropout=0"}, 1, false);
+    tt_layer e = model_new((const char *[]){"dropout=0.3"}, 1, false);
+    tt_layer t = model_new((const char *[]){"dropout=0.3"}, 1, true);
+    tt_layer z = model_new((const char *[]){"dropout=0"}, 1, true);
+    tt_layer ez = model_new((const char *[]){"dropout=0"}, 1, false);
     cr_assert_eq(tg_graph_forward(e.g), TG_OK);
     cr_assert_eq(tg_graph_forward(z.g), TG_OK);
     cr_assert_eq(tg_graph_forward(ez.g), TG_OK);
-    tt_assert_close(tg_node_value(z.y), tg_node_value(ez.y), 0, 0, "train p=0 vs eval");
+    tt_assert_close(tg_node_value(z.out.y), tg_node_value(ez.out.y), 0, 0, "train p=0 vs eval");
     tg_graph_seed(t.g, 3);
     cr_assert_eq(tg_graph_forward(t.g), TG_OK);
-    tg_tensor *first = tg_tensor_clone(tg_node_value(t.y));
+    tg_tensor *first = tg_tensor_clone(tg_node_value(t.out.y));
     double diff = 0;
     for (int64_t i = 0; i < first->numel; i++)
-        diff = fmax(diff, fabs(tg_tensor_get(first, i) - tg_tensor_get(tg_node_value(e.y), i)));
+        diff = fmax(diff,
+                    fabs(tg_tensor_get(first, i) - tg_tensor_get(tg_node_value(e.out.y), i)));
     cr_assert_gt(diff, 1e-3, "dropout 0.3 in training changed nothing");
     tg_graph_seed(t.g, 3);
     cr_assert_eq(tg_graph_forward(t.g), TG_OK);
-    tt_assert_close(tg_node_value(t.y), first, 0, 0, "same seed, same masks");
+    tt_assert_close(tg_node_value(t.out.y), first, 0, 0, "same seed, same masks");
     /* eval mode on the same graph is deterministic and equals the eval model */
     tg_graph_set_training(t.g, false);
     cr_assert_eq(tg_graph_forward(t.g), TG_OK);
-    tt_assert_close(tg_node_value(t.y), tg_node_value(e.y), 0, 0, "eval after training");
+    tt_assert_close(tg_node_value(t.out.y), tg_node_value(e.out.y), 0, 0, "eval after training");
     tg_tensor_free(first);
-    model_free(&e);
-    model_free(&t);
-    model_free(&z);
-    model_free(&ez);
+    tt_layer_free(&e);
+    tt_layer_free(&t);
+    tt_layer_free(&z);
+    tt_layer_free(&ez);
 }
 
 /* Every dropout of TSL's model, with p = dropout: 7 per TSA (e_layers encoder
@@ -310,7 +279,8 @@ Test(crossformer, training_mode_dropout)
  * (the identity) and left out. */
 Test(crossformer, dropouts)
 {
-    model m = model_new((const char *[]){"dropout=0.375", "e_layers=3", "seq_len=60"}, 3, true);
+    tt_layer m = model_new((const char *[]){"dropout=0.375", "e_layers=3", "seq_len=60"}, 3,
+                           true);
     int n = 0;
     for (int i = 0; i < tg_graph_node_count(m.g); i++) {
         const tg_node *nd = tg_graph_node(m.g, i);
@@ -322,7 +292,7 @@ Test(crossformer, dropouts)
         n++;
     }
     cr_assert_eq(n, 7 * (3 + 4) + 2 * 4);
-    model_free(&m);
+    tt_layer_free(&m);
 }
 
 /* Configs PyTorch can run build too: no merging (win_size 1), one layer,
@@ -338,10 +308,10 @@ Test(crossformer, builds_for_valid_configs)
     for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
         int n = 0;
         while (cfgs[i][n]) n++;
-        model m = model_new(cfgs[i], n, false);
+        tt_layer m = model_new(cfgs[i], n, false);
         cr_assert_eq(tg_graph_forward(m.g), TG_OK, "%s", tg_last_error());
-        assert_all_finite(tg_node_value(m.y), cfgs[i][0]);
-        model_free(&m);
+        assert_all_finite(tg_node_value(m.out.y), cfgs[i][0]);
+        tt_layer_free(&m);
     }
 }
 

@@ -10,37 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "testutil.h"
-
-/* Build a registry layer with zero parameters on inputs requiring grad. */
-typedef struct { tg_params *ps; tg_layer *l; tg_graph *g; tg_layer_outputs out; } built;
-
-static built build(const char *layer, const char *const *sets, int n)
-{
-    built b;
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    b.ps = tg_params_new(TG_F32);
-    b.l = tg_layer_new(layer, cfg, b.ps, "", NULL);
-    cr_assert_not_null(b.l, "%s", tg_last_error());
-    b.g = tg_graph_new(TG_F32);
-    tg_node *in[TG_MAX_LAYER_INPUTS];
-    for (int i = 0; i < tg_layer_input_count(b.l); i++) {
-        const tg_layer_input *s = tg_layer_input_at(b.l, i);
-        in[i] = tg_input(b.g, s->name, s->ids ? TG_I64 : TG_F32, s->rank, s->shape);
-        if (s->differentiable) tg_node_set_requires_grad(in[i], true);
-    }
-    cr_assert_eq(tg_layer_build(b.l, b.g, in, &b.out), TG_OK, "%s", tg_last_error());
-    tg_config_free(cfg);
-    return b;
-}
-
-static void unbuild(built *b)
-{
-    tg_graph_free(b->g);
-    tg_layer_free(b->l);
-    tg_params_free(b->ps);
-}
+#include "layer_case.h"
 
 /* The diagram as a string (free it). */
 static char *dot_text(const tg_graph *g, const tg_dot_opts *o)
@@ -62,7 +32,8 @@ static int count(const char *hay, const char *needle)
 
 Test(dot, clusters_labels_and_shapes)
 {
-    built b = build("attention_layer", (const char *[]){"output_attention=true"}, 1);
+    tt_layer b = tt_layer_new("attention_layer", (const char *[]){"output_attention=true"}, 1,
+                              NULL);
     char *t = dot_text(b.g, NULL);
     /* one cluster per scope: attention_layer, its four projections, inner_attention */
     cr_assert_eq(count(t, "subgraph cluster_"), 6, "%d clusters", count(t, "subgraph cluster_"));
@@ -86,26 +57,28 @@ Test(dot, clusters_labels_and_shapes)
     cr_assert(strstr(t, "fillcolor=\"#fff2cc\""));
     cr_assert(strstr(t, "peripheries=2"));
     free(t);
-    unbuild(&b);
+    tt_layer_free(&b);
 }
 
 Test(dot, same_graph_same_bytes)
 {
-    built a = build("attention_layer", NULL, 0), b = build("attention_layer", NULL, 0);
+    tt_layer a = tt_layer_new("attention_layer", NULL, 0, NULL);
+    tt_layer b = tt_layer_new("attention_layer", NULL, 0, NULL);
     tg_dot_opts o = {.backward = true, .rankdir = TG_RANKDIR_LR, .title = "t"};
     char *x = dot_text(a.g, &o), *y = dot_text(a.g, &o), *z = dot_text(b.g, &o);
     cr_assert_str_eq(x, y);
     cr_assert_str_eq(x, z, "two builds of the same layer give the same diagram");
     cr_assert(strstr(x, "rankdir=LR"));
     free(x), free(y), free(z);
-    unbuild(&a);
-    unbuild(&b);
+    tt_layer_free(&a);
+    tt_layer_free(&b);
 }
 
 Test(dot, collapse_keeps_edge_shapes_consistent)
 {
     /* output_attention: the unfused einsum / softmax / dropout / einsum chain */
-    built b = build("attention_layer", (const char *[]){"output_attention=true"}, 1);
+    tt_layer b = tt_layer_new("attention_layer", (const char *[]){"output_attention=true"}, 1,
+                              NULL);
     tg_dot_opts o = {.depth = 1};
     char *t = dot_text(b.g, &o);
     /* depth 1 (counted from the layer's own modules): the projections and
@@ -152,12 +125,12 @@ Test(dot, collapse_keeps_edge_shapes_consistent)
     cr_assert_eq(count(t, "subgraph cluster_"), 6);
     cr_assert_eq(count(t, "shape=box3d"), 0);
     free(t);
-    unbuild(&b);
+    tt_layer_free(&b);
 }
 
 Test(dot, backward_adds_gradient_nodes)
 {
-    built b = build("attention_layer", NULL, 0);
+    tt_layer b = tt_layer_new("attention_layer", NULL, 0, NULL);
     tg_dot_opts o = {.backward = true};
     char *t = dot_text(b.g, &o);
     cr_assert(strstr(t, "label=\"grad query_projection.weight\\n[16, 16]\""));
@@ -166,7 +139,7 @@ Test(dot, backward_adds_gradient_nodes)
     /* every gradient node is linked to the forward node it differentiates */
     cr_assert_eq(count(t, "[label=\"grad "), count(t, "arrowhead=none"));
     free(t);
-    unbuild(&b);
+    tt_layer_free(&b);
 }
 
 Test(dot, renders_with_graphviz)
@@ -175,7 +148,7 @@ Test(dot, renders_with_graphviz)
         cr_log_warn("Graphviz is not installed: rendering not checked (CI installs it)");
         return;
     }
-    built b = build("attention_layer", NULL, 0);
+    tt_layer b = tt_layer_new("attention_layer", NULL, 0, NULL);
     char path[128];
     snprintf(path, sizeof path, "%s/dot-XXXXXX", tt_tmpdir());
     int fd = mkstemp(path);
@@ -190,7 +163,7 @@ Test(dot, renders_with_graphviz)
     cr_assert_eq(system(cmd), 0, "dot printed warnings or wrote nothing");
     snprintf(cmd, sizeof cmd, "rm -f %s %s.svg %s.err", path, path, path);
     cr_assert_eq(system(cmd), 0);
-    unbuild(&b);
+    tt_layer_free(&b);
 }
 
 Test(dot, graph_in_error_is_refused)

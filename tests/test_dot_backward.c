@@ -10,36 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_case.h"
 #include "op.h"
-#include "testutil.h"
-
-/* A registry layer with its default config, on inputs requiring grad. */
-typedef struct { tg_params *ps; tg_layer *l; tg_graph *g; tg_layer_outputs out; } built;
-
-static built build(const char *layer, bool unfused)
-{
-    built b;
-    b.ps = tg_params_new(TG_F32);
-    b.l = tg_layer_new(layer, NULL, b.ps, "", NULL);
-    cr_assert_not_null(b.l, "%s: %s", layer, tg_last_error());
-    b.g = tg_graph_new(TG_F32);
-    tg_graph_set_unfused(b.g, unfused);
-    tg_node *in[TG_MAX_LAYER_INPUTS];
-    for (int i = 0; i < tg_layer_input_count(b.l); i++) {
-        const tg_layer_input *s = tg_layer_input_at(b.l, i);
-        in[i] = tg_input(b.g, s->name, s->ids ? TG_I64 : TG_F32, s->rank, s->shape);
-        if (s->differentiable) tg_node_set_requires_grad(in[i], true);
-    }
-    cr_assert_eq(tg_layer_build(b.l, b.g, in, &b.out), TG_OK, "%s: %s", layer, tg_last_error());
-    return b;
-}
-
-static void unbuild(built *b)
-{
-    tg_graph_free(b->g);
-    tg_layer_free(b->l);
-    tg_params_free(b->ps);
-}
 
 /* ---- the .dot text, parsed: node names ("n12", "gs5") and edges ---- */
 
@@ -131,7 +103,8 @@ static char *dot_text(const tg_graph *g, int depth)
  * reachable from the output's. Returns how many were checked. */
 static int check_expanded(const char *layer, bool unfused)
 {
-    built b = build(layer, unfused);
+    /* the layer with its default config, parameters zero, inputs requiring grad */
+    tt_layer b = tt_layer_new(layer, NULL, 0, &(tt_layer_opts){.unfused = unfused});
     char *t = dot_text(b.g, 0);
     dotgraph d = parse(t);
     char root[24], name[24];
@@ -156,7 +129,7 @@ static int check_expanded(const char *layer, bool unfused)
     free(seen);
     dotgraph_free(&d);
     free(t);
-    unbuild(&b);
+    tt_layer_free(&b);
     return checked;
 }
 
@@ -190,7 +163,7 @@ static int count_boxes(const char *t)
  * output's, or its box's) and every gradient node is reachable from it. */
 static void check_collapsed(const char *layer, int depth, bool unfused)
 {
-    built b = build(layer, unfused);
+    tt_layer b = tt_layer_new(layer, NULL, 0, &(tt_layer_opts){.unfused = unfused});
     char *t = dot_text(b.g, depth);
     dotgraph d = parse(t);
     int root = -1, gnodes = 0;
@@ -215,7 +188,7 @@ static void check_collapsed(const char *layer, int depth, bool unfused)
     free(seen);
     dotgraph_free(&d);
     free(t);
-    unbuild(&b);
+    tt_layer_free(&b);
 }
 
 Test(dot_backward, collapsed_connected)

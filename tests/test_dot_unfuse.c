@@ -9,43 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_case.h"
 #include "op.h"
-#include "testutil.h"
-
-typedef struct { tg_params *ps; tg_layer *l; tg_graph *g; tg_node *in[TG_MAX_LAYER_INPUTS];
-                 tg_layer_outputs out; } built;
 
 /* A registry layer (sets: KEY=VALUE), parameters from a seeded RNG, inputs
  * requiring grad; dtype dt; unfused or not. */
-static built build(const char *layer, const char *const *sets, int n_sets, tg_dtype dt,
-                   bool unfused)
+static tt_layer build(const char *layer, const char *const *sets, int n_sets, tg_dtype dt,
+                      bool unfused)
 {
-    built b;
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n_sets; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    tg_rng rng;
-    tg_rng_seed(&rng, 7);
-    b.ps = tg_params_new(dt);
-    b.l = tg_layer_new(layer, cfg, b.ps, "", &rng);
-    cr_assert_not_null(b.l, "%s: %s", layer, tg_last_error());
-    b.g = tg_graph_new(dt);
-    tg_graph_set_unfused(b.g, unfused);
-    cr_assert_eq(tg_graph_unfused(b.g), unfused);
-    for (int i = 0; i < tg_layer_input_count(b.l); i++) {
-        const tg_layer_input *s = tg_layer_input_at(b.l, i);
-        b.in[i] = tg_input(b.g, s->name, dt, s->rank, s->shape);
-        if (s->differentiable) tg_node_set_requires_grad(b.in[i], true);
-    }
-    cr_assert_eq(tg_layer_build(b.l, b.g, b.in, &b.out), TG_OK, "%s", tg_last_error());
-    tg_config_free(cfg);
-    return b;
-}
-
-static void unbuild(built *b)
-{
-    tg_graph_free(b->g);
-    tg_layer_free(b->l);
-    tg_params_free(b->ps);
+    return tt_layer_new(layer, sets, n_sets,
+                        &(tt_layer_opts){.dtype = dt, .init = true, .seed = 7, .unfused = unfused});
 }
 
 /* ---- a node as text: op (or leaf kind), attribute, shapes in and out ---- */
@@ -104,9 +77,9 @@ Test(dot_unfuse, attention_layer_chain_is_full_attentions)
     const char *sets[][2] = {{"mask_flag=false", "output_attention=false"},
                              {"mask_flag=true", "output_attention=false"}};
     for (int m = 0; m < 2; m++) {
-        built u = build("attention_layer", sets[m], 2, TG_F32, true);
+        tt_layer u = build("attention_layer", sets[m], 2, TG_F32, true);
         const char *ref_sets[] = {sets[m][0], "output_attention=true"};
-        built r = build("attention_layer", ref_sets, 2, TG_F32, false);
+        tt_layer r = build("attention_layer", ref_sets, 2, TG_F32, false);
         chain cu = chain_in(u.g, "inner_attention.sdpa", 0);
         chain cr = chain_in(r.g, "inner_attention", 0);
         cr_assert_eq(cu.n, m ? 6 : 4, "%s: %d nodes", sets[m][0], cu.n);   /* + const, mask */
@@ -116,13 +89,13 @@ Test(dot_unfuse, attention_layer_chain_is_full_attentions)
                   cu.line[cu.n - 1]);
         assert_same_chain(&cu, &cr, sets[m][0]);
         /* the fused graph has no such scope, one sdpa node instead */
-        built f = build("attention_layer", sets[m], 2, TG_F32, false);
+        tt_layer f = build("attention_layer", sets[m], 2, TG_F32, false);
         chain cf = chain_in(f.g, "inner_attention", 0);
         cr_assert_eq(cf.n, 1);
         cr_assert(!strncmp(cf.line[0], "sdpa |", 6), "%s", cf.line[0]);
-        unbuild(&f);
-        unbuild(&u);
-        unbuild(&r);
+        tt_layer_free(&f);
+        tt_layer_free(&u);
+        tt_layer_free(&r);
     }
 }
 
@@ -131,7 +104,7 @@ Test(dot_unfuse, attention_layer_chain_is_full_attentions)
  * attention_dropout=dropout)). */
 Test(dot_unfuse, tsa_chains_are_full_attentions)
 {
-    built u = build("tsa", NULL, 0, TG_F32, true);
+    tt_layer u = build("tsa", NULL, 0, TG_F32, true);
     int clusters = 0;
     for (int s = 0; s < tg_graph_scope_count(u.g); s++)
         clusters += !strcmp(tg_graph_scope_name(u.g, s), "sdpa");
@@ -169,12 +142,12 @@ Test(dot_unfuse, tsa_chains_are_full_attentions)
         assert_same_chain(&got, &want, "tsa");
         tg_graph_free(rg);
     }
-    unbuild(&u);
+    tt_layer_free(&u);
 }
 
 /* Random inputs, a training forward (dropout on, the graph RNG seeded) and a
  * backward from sum(y * w) for fixed w; y and x's gradient into the arrays. */
-static void run_layer(built *b, uint64_t seed, tg_tensor **y, tg_tensor **dx)
+static void run_layer(tt_layer *b, uint64_t seed, tg_tensor **y, tg_tensor **dx)
 {
     tg_graph_set_training(b->g, true);
     tg_graph_seed(b->g, seed);
@@ -199,8 +172,8 @@ Test(dot_unfuse, runs_like_the_fused_op)
     const char *sets[][2] = {{"mask_flag=false", "attention_dropout=0.3"},
                              {"mask_flag=true", "attention_dropout=0.3"}};
     for (int m = 0; m < 2; m++) {
-        built f = build("attention_layer", sets[m], 2, TG_F64, false);
-        built u = build("attention_layer", sets[m], 2, TG_F64, true);
+        tt_layer f = build("attention_layer", sets[m], 2, TG_F64, false);
+        tt_layer u = build("attention_layer", sets[m], 2, TG_F64, true);
         tg_tensor *yf, *dxf, *yu, *dxu;
         run_layer(&f, 99, &yf, &dxf);
         run_layer(&u, 99, &yu, &dxu);
@@ -221,8 +194,8 @@ Test(dot_unfuse, runs_like_the_fused_op)
         }
         cr_assert_gt(diff, 1e-6, "dropout changed nothing");
         tg_tensor_free(yf), tg_tensor_free(dxf), tg_tensor_free(yu), tg_tensor_free(dxu);
-        unbuild(&f);
-        unbuild(&u);
+        tt_layer_free(&f);
+        tt_layer_free(&u);
     }
 }
 

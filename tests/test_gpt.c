@@ -22,42 +22,22 @@ Test(gpt, oracle_nobias_perturbed) { tt_run_oracle_case("gpt_nobias", ATOL, RTOL
 Test(gpt, oracle_3_layers_4_heads) { tt_run_oracle_case("x_gpt_3l4h", ATOL, RTOL); }
 Test(gpt, oracle_short_T_nobias_one_head) { tt_run_oracle_case("x_gpt_nobias_short", ATOL, RTOL); }
 
-/* A gpt in the registry: its store and the model, for config sets. */
-typedef struct {
-    tg_params *ps;
-    tg_layer  *l;
-} made;
-
-static made make(const char *const *sets, int n, tg_dtype dt, uint64_t seed)
+/* A gpt in the registry: its store and the model (no graph), for config sets;
+ * parameters from seed, or left at zero for seed 0. */
+static tt_layer make(const char *const *sets, int n, tg_dtype dt, uint64_t seed)
 {
-    made r;
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    tg_rng rng;
-    tg_rng_seed(&rng, seed);
-    r.ps = tg_params_new(dt);
-    r.l = tg_layer_new("gpt", cfg, r.ps, "", seed ? &rng : NULL);
-    cr_assert_not_null(r.l, "%s", tg_last_error());
-    tg_config_free(cfg);
-    return r;
-}
-
-static void made_free(made *r)
-{
-    tg_layer_free(r->l);
-    tg_params_free(r->ps);
+    return tt_layer_new("gpt", sets, n, &(tt_layer_opts){.dtype = dt, .init = seed != 0,
+                                                         .seed = seed, .no_graph = true});
 }
 
 /* The case's parameters ("params": named_parameters, no lm_head) in order,
  * and lm_head.weight only as an alias of transformer.wte.weight. */
 static void assert_keys_of_case(const char *name)
 {
-    char layer[64], dir[128];
+    char dir[128];
     snprintf(dir, sizeof dir, "oracle/%s", name);
-    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
-    cr_assert_not_null(l, "%s", tg_last_error());
+    tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
+    tg_params *ps = t.ps;
     tg__json_doc doc = {0};
     void *text = tt_case_json(dir, &doc);
     const tg__json *params = tg__json_get(doc.root, "params");
@@ -73,9 +53,7 @@ static void assert_keys_of_case(const char *name)
     cr_assert_eq(tg_params_find(ps, "lm_head.weight"), tg_params_alias_target(ps, 0));
     tg__json_free(&doc);
     tg_free(text);
-    tg_layer_free(l);
-    tg_params_free(ps);
-    tg_config_free(cfg);
+    tt_layer_free(&t);
 }
 
 Test(gpt, keys_in_state_dict_order_lm_head_tied)
@@ -100,18 +78,13 @@ Test(gpt, gradcheck)
 Test(gpt, gradcheck_training_mode_dropout)
 {
     tt_deadline(20);
-    made r = make((const char *[]){"dropout=0.2", "n_layer=1"}, 2, TG_F64, 3);
-    tg_graph *g = tg_graph_new(TG_F64);
-    tg_graph_set_training(g, true);
-    const tg_layer_input *spec = tg_layer_input_at(r.l, 0);
-    tg_node *idx = tg_input(g, "idx", TG_I64, spec->rank, spec->shape);
-    int64_t *ids = tg_node_value(idx)->data;
+    tt_layer r = tt_layer_new("gpt", (const char *[]){"dropout=0.2", "n_layer=1"}, 2,
+                              &(tt_layer_opts){.dtype = TG_F64, .init = true, .seed = 3,
+                                               .training = true});
+    int64_t *ids = tg_node_value(r.in[0])->data;   /* idx */
     for (int k = 0; k < 16; k++) ids[k] = (k * 7) % 11;
-    tg_layer_outputs out;
-    cr_assert_eq(tg_layer_build(r.l, g, &idx, &out), TG_OK, "%s", tg_last_error());
-    tt_gradcheck(g, out.y, 3);
-    tg_graph_free(g);
-    made_free(&r);
+    tt_gradcheck(r.g, r.out.y, 3);
+    tt_layer_free(&r);
 }
 
 /* The weights file of a case without its lm_head.weight, into path. */
@@ -143,13 +116,13 @@ Test(gpt, tied_weight_loads_with_or_without_alias)
 
     const char *cases[2] = {"lm_head.weight", "transformer.wte.weight"};
     for (int c = 0; c < 2; c++) {
-        made r = make(NULL, 0, TG_F32, 0);
+        tt_layer r = make(NULL, 0, TG_F32, 0);
         save_without(f, cases[c], tt_path("w.safetensors"));
         cr_assert_eq(tg_params_load(r.ps, tt_path("w.safetensors"), 0), TG_OK, "without %s: %s",
                      cases[c], tg_last_error());
         tt_assert_close(&tg_params_find(r.ps, "transformer.wte.weight")->value, wte, 0, 0,
                         cases[c]);
-        made_free(&r);
+        tt_layer_free(&r);
     }
     /* a copy that is not the same tensor */
     tg_tensor *bad = tg_tensor_clone(wte);
@@ -163,7 +136,7 @@ Test(gpt, tied_weight_loads_with_or_without_alias)
         n++;
     }
     cr_assert_eq(tg_st_save(tt_path("bad.safetensors"), n, names, ts, 0, NULL, NULL), TG_OK);
-    made r = make(NULL, 0, TG_F32, 0);
+    tt_layer r = make(NULL, 0, TG_F32, 0);
     cr_assert_neq(tg_params_load(r.ps, tt_path("bad.safetensors"), 0), TG_OK);
     tt_assert_last_error("'lm_head.weight' is tied to 'transformer.wte.weight'");
     tt_assert_last_error("element 5");
@@ -175,14 +148,14 @@ Test(gpt, tied_weight_loads_with_or_without_alias)
     cr_assert_eq(tg_st_count(s), tg_st_count(f));
     tt_assert_close(tg_st_find(s, "lm_head.weight"), wte, 0, 0, "saved alias");
     tg_st_free(s);
-    made_free(&r);
+    tt_layer_free(&r);
     tg_tensor_free(bad);
     tg_st_free(f);
 }
 
 /* Build on an idx of the given shape and dtype; returns the graph (free it)
  * and the ids (int64 idx) through *ids. */
-static tg_graph *build_on(made *r, tg_dtype dt, int rank, const int64_t *shape, tg_node **y,
+static tg_graph *build_on(tt_layer *r, tg_dtype dt, int rank, const int64_t *shape, tg_node **y,
                           int64_t **ids)
 {
     tg_graph *g = tg_graph_new(TG_F32);
@@ -203,7 +176,7 @@ Test(gpt, bad_config_and_input)
     tt_assert_layer_rejects("gpt", (const char *[]){"n_layer=65"}, 1, "n_layer");
     tt_assert_layer_rejects("gpt", (const char *[]){"dropout=1.5"}, 1, "dropout");
 
-    made r = make(NULL, 0, TG_F32, 1);
+    tt_layer r = make(NULL, 0, TG_F32, 1);
     tg_node *y;
     int64_t *ids;
     /* T beyond block_size at build time (nanoGPT's assert, as a graph error) */
@@ -229,14 +202,14 @@ Test(gpt, bad_config_and_input)
     cr_assert_neq(tg_graph_forward(g), TG_OK);
     tt_assert_last_error("index -1 is out of range");
     tg_graph_free(g);
-    made_free(&r);
+    tt_layer_free(&r);
 }
 
 /* T < block_size: the logits of a prefix are the full sequence's first T
  * positions (causal attention; wpe rows 0..T-1). */
 Test(gpt, shorter_sequence_is_a_causal_prefix)
 {
-    made r = make((const char *[]){"B=1"}, 1, TG_F32, 5);
+    tt_layer r = make((const char *[]){"B=1"}, 1, TG_F32, 5);
     tg_node *y8, *y3;
     int64_t *i8, *i3;
     tg_graph *g8 = build_on(&r, TG_I64, 2, (const int64_t[]){1, 8}, &y8, &i8);
@@ -251,14 +224,14 @@ Test(gpt, shorter_sequence_is_a_causal_prefix)
         cr_assert_float_eq(a[k], b[k], 1e-5f * (1 + fabsf(b[k])), "logit %d", k);
     tg_graph_free(g8);
     tg_graph_free(g3);
-    made_free(&r);
+    tt_layer_free(&r);
 }
 
 /* nanoGPT's init: N(0, 0.02) weights, c_proj N(0, 0.02/sqrt(2 n_layer)),
  * zero biases, LayerNorm weights 1. */
 Test(gpt, nanogpt_init)
 {
-    made r = make((const char *[]){"n_layer=4", "n_embd=64", "vocab_size=200"}, 3, TG_F32, 9);
+    tt_layer r = make((const char *[]){"n_layer=4", "n_embd=64", "vocab_size=200"}, 3, TG_F32, 9);
     for (int i = 0; i < tg_params_count(r.ps); i++) {
         const tg_param *p = tg_params_at(r.ps, i);
         const tg_tensor *t = &p->value;
@@ -281,14 +254,14 @@ Test(gpt, nanogpt_init)
                       n, sd, want);
         }
     }
-    made_free(&r);
+    tt_layer_free(&r);
 }
 
 /* dropout: eval mode (and dropout=0 in training) is the identity; training
  * with dropout changes the logits, the same for the same graph seed. */
 Test(gpt, dropout_follows_training_flag)
 {
-    made r = make((const char *[]){"dropout=0.3"}, 1, TG_F32, 4);
+    tt_layer r = make((const char *[]){"dropout=0.3"}, 1, TG_F32, 4);
     float got[3][176];
     for (int run = 0; run < 3; run++) {
         tg_node *y;
@@ -302,7 +275,7 @@ Test(gpt, dropout_follows_training_flag)
     }
     cr_assert(memcmp(got[0], got[1], sizeof got[0]), "training with dropout changed nothing");
     cr_assert(!memcmp(got[1], got[2], sizeof got[1]), "same seed, different masks");
-    made_free(&r);
+    tt_layer_free(&r);
 }
 
 /* The command line: `tgraph run gpt --input idx=idx.npy` (int64 ids; B and T

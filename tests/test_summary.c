@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "layer_case.h"
 
 #define OUT_MAX (1 << 16)
 
@@ -140,19 +140,8 @@ Test(summary, crossformer_etth1_params_equal_pytorch)
 /* The fused sdpa counts what the unfused chain it replaces counts. */
 static double layer_flops(const char *layer, const char *const *sets, int n)
 {
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
-    cr_assert_not_null(l, "%s", tg_last_error());
-    tg_graph *g = tg_graph_new(TG_F32);
-    tg_node *in[TG_MAX_LAYER_INPUTS];
-    for (int i = 0; i < tg_layer_input_count(l); i++) {
-        const tg_layer_input *s = tg_layer_input_at(l, i);
-        in[i] = tg_input(g, s->name, TG_F32, s->rank, s->shape);
-    }
-    tg_layer_outputs out;
-    cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s", tg_last_error());
+    tt_layer b = tt_layer_new(layer, sets, n, &(tt_layer_opts){.no_grad = true});
+    tg_graph *g = b.g;
     bool fused = false;
     for (int i = 0; i < tg_graph_node_count(g); i++)
         fused |= !strcmp(tg_node_name(tg_graph_node(g, i)), "sdpa");
@@ -162,10 +151,7 @@ static double layer_flops(const char *layer, const char *const *sets, int n)
     double sum = 0;   /* the root scope's cost is every node's */
     for (int i = 0; i < tg_graph_node_count(g); i++) sum += tg_node_flops(tg_graph_node(g, i));
     cr_assert_eq(c.flops, sum);
-    tg_graph_free(g);
-    tg_layer_free(l);
-    tg_params_free(ps);
-    tg_config_free(cfg);
+    tt_layer_free(&b);
     return c.flops;
 }
 

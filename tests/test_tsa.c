@@ -52,55 +52,20 @@ static void assert_state_dict_order(const char *name, tg_params *ps)
 
 static void assert_keys_of_case(const char *name)
 {
-    char layer[64], dir[128];
+    char dir[128];
     snprintf(dir, sizeof dir, "oracle/%s", name);
-    tg_config *cfg = tt_case_config(dir, layer, sizeof layer);
-    tg_params *ps = tg_params_new(TG_F32);
-    tg_layer *l = tg_layer_new(layer, cfg, ps, "", NULL);
-    cr_assert_not_null(l, "%s", tg_last_error());
-    assert_state_dict_order(name, ps);
-    tg_layer_free(l);
-    tg_params_free(ps);
-    tg_config_free(cfg);
+    tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
+    assert_state_dict_order(name, t.ps);
+    tt_layer_free(&t);
 }
 
-/* A registry layer on one F32/F64 input x, params from seed, x ~ N(0, 1). */
-typedef struct built {
-    tg_params *ps;
-    tg_layer  *l;
-    tg_graph  *g;
-    tg_node   *x, *y;
-} built;
-
-static built build(const char *layer, const char *const *sets, int n, tg_dtype dt, uint64_t seed,
-                   bool training)
+/* The registry layer, parameters from seed, its input x ~ N(0, 1) from seed + 100. */
+static tt_layer build(const char *layer, const char *const *sets, int n, tg_dtype dt,
+                      uint64_t seed, bool training)
 {
-    built b;
-    tg_config *cfg = tg_config_new();
-    for (int i = 0; i < n; i++) cr_assert_eq(tg_config_set(cfg, sets[i]), TG_OK);
-    tg_rng rng;
-    tg_rng_seed(&rng, seed);
-    b.ps = tg_params_new(dt);
-    b.l = tg_layer_new(layer, cfg, b.ps, "", &rng);
-    cr_assert_not_null(b.l, "%s", tg_last_error());
-    tg_config_free(cfg);
-    b.g = tg_graph_new(dt);
-    tg_graph_set_training(b.g, training);
-    const tg_layer_input *spec = tg_layer_input_at(b.l, 0);
-    b.x = tg_input(b.g, "x", dt, spec->rank, spec->shape);
-    tt_randn((tg_tensor *)tg_node_value(b.x), seed + 100);
-    tg_node_set_requires_grad(b.x, true);
-    tg_layer_outputs out;
-    cr_assert_eq(tg_layer_build(b.l, b.g, &b.x, &out), TG_OK, "%s", tg_last_error());
-    b.y = out.y;
-    return b;
-}
-
-static void built_free(built *b)
-{
-    tg_graph_free(b->g);
-    tg_layer_free(b->l);
-    tg_params_free(b->ps);
+    return tt_layer_new(layer, sets, n, &(tt_layer_opts){.dtype = dt, .init = true, .seed = seed,
+                                                         .randn_seed = seed + 100,
+                                                         .training = training});
 }
 
 /* ------------------------------------------------------------------- TSA */
@@ -126,10 +91,10 @@ Test(tsa, gradcheck)
  * the seven dropout masks are fixed and their backward is checked in place. */
 Test(tsa, gradcheck_training_mode)
 {
-    built b = build("tsa", (const char *[]){"dropout=0.3", "attn_dropout=0.2"}, 2, TG_F64, 3,
-                    true);
-    tt_gradcheck(b.g, b.y, 3);
-    built_free(&b);
+    tt_layer b = build("tsa", (const char *[]){"dropout=0.3", "attn_dropout=0.2"}, 2, TG_F64, 3,
+                       true);
+    tt_gradcheck(b.g, b.out.y, 3);
+    tt_layer_free(&b);
 }
 
 /* The seed example: x (2, 3, 5, 8), factor 2 -> y (2, 3, 5, 8); with the
@@ -138,9 +103,9 @@ Test(tsa, gradcheck_training_mode)
 Test(tsa, seed_example_output_is_layer_normed)
 {
     for (int training = 0; training < 2; training++) {
-        built b = build("tsa", NULL, 0, TG_F32, 7, training);
+        tt_layer b = build("tsa", NULL, 0, TG_F32, 7, training);
         cr_assert_eq(tg_graph_forward(b.g), TG_OK, "%s", tg_last_error());
-        const tg_tensor *y = tg_node_value(b.y);
+        const tg_tensor *y = tg_node_value(b.out.y);
         cr_assert(y->rank == 4 && y->shape[0] == 2 && y->shape[1] == 3 && y->shape[2] == 5 &&
                   y->shape[3] == 8);
         for (int64_t t = 0; t < y->numel / 8; t++) {
@@ -150,7 +115,7 @@ Test(tsa, seed_example_output_is_layer_normed)
             cr_assert(fabs(mean) < 1e-6, "token %lld: mean %g", (long long)t, mean);
             cr_assert(fabs(var - 1) < 1e-3, "token %lld: variance %g", (long long)t, var);
         }
-        built_free(&b);
+        tt_layer_free(&b);
     }
 }
 
@@ -163,8 +128,8 @@ static const char *scope_of(const tg_node *n)
  * p=dropout on time_enc, MLP1's output, dim_receive and MLP2's output. */
 Test(tsa, seven_dropouts_in_their_places)
 {
-    built b = build("tsa", (const char *[]){"dropout=0.25", "attn_dropout=0.125"}, 2, TG_F32, 1,
-                    false);
+    tt_layer b = build("tsa", (const char *[]){"dropout=0.25", "attn_dropout=0.125"}, 2, TG_F32,
+                       1, false);
     const char *attn_scopes[3] = {"tsa.time_attention.inner_attention",
                                   "tsa.dim_sender.inner_attention",
                                   "tsa.dim_receiver.inner_attention"};
@@ -192,13 +157,13 @@ Test(tsa, seven_dropouts_in_their_places)
     }
     cr_assert_eq(n_attn, 3);
     cr_assert_eq(n_res, 4);
-    built_free(&b);
+    tt_layer_free(&b);
 }
 
 /* attn_dropout defaults to dropout (TSL passes configs.dropout to FullAttention). */
 Test(tsa, attn_dropout_defaults_to_dropout)
 {
-    built b = build("tsa", (const char *[]){"dropout=0.375"}, 1, TG_F32, 1, false);
+    tt_layer b = build("tsa", (const char *[]){"dropout=0.375"}, 1, TG_F32, 1, false);
     int n = 0;
     for (int i = 0; i < tg_graph_node_count(b.g); i++) {
         const tg_node *nd = tg_graph_node(b.g, i);
@@ -210,33 +175,34 @@ Test(tsa, attn_dropout_defaults_to_dropout)
         n++;
     }
     cr_assert_eq(n, 7);
-    built_free(&b);
+    tt_layer_free(&b);
 }
 
 /* Training mode with p = 0 equals eval; with p > 0 it differs, and the same
  * graph seed gives the same output. */
 Test(tsa, training_mode_dropout)
 {
-    built e = build("tsa", (const char *[]){"dropout=0.5"}, 1, TG_F32, 4, false);
-    built t = build("tsa", (const char *[]){"dropout=0.5"}, 1, TG_F32, 4, true);
-    built z = build("tsa", (const char *[]){"dropout=0"}, 1, TG_F32, 4, true);
+    tt_layer e = build("tsa", (const char *[]){"dropout=0.5"}, 1, TG_F32, 4, false);
+    tt_layer t = build("tsa", (const char *[]){"dropout=0.5"}, 1, TG_F32, 4, true);
+    tt_layer z = build("tsa", (const char *[]){"dropout=0"}, 1, TG_F32, 4, true);
     cr_assert_eq(tg_graph_forward(e.g), TG_OK);
     cr_assert_eq(tg_graph_forward(z.g), TG_OK);
-    tt_assert_close(tg_node_value(z.y), tg_node_value(e.y), 0, 0, "train p=0 vs eval");
+    tt_assert_close(tg_node_value(z.out.y), tg_node_value(e.out.y), 0, 0, "train p=0 vs eval");
     tg_graph_seed(t.g, 11);
     cr_assert_eq(tg_graph_forward(t.g), TG_OK);
-    tg_tensor *first = tg_tensor_clone(tg_node_value(t.y));
+    tg_tensor *first = tg_tensor_clone(tg_node_value(t.out.y));
     double diff = 0;
     for (int64_t i = 0; i < first->numel; i++)
-        diff = fmax(diff, fabs(tg_tensor_get(first, i) - tg_tensor_get(tg_node_value(e.y), i)));
+        diff = fmax(diff,
+                    fabs(tg_tensor_get(first, i) - tg_tensor_get(tg_node_value(e.out.y), i)));
     cr_assert_gt(diff, 1e-3, "dropout 0.5 in training changed nothing");
     tg_graph_seed(t.g, 11);
     cr_assert_eq(tg_graph_forward(t.g), TG_OK);
-    tt_assert_close(tg_node_value(t.y), first, 0, 0, "same seed, same masks");
+    tt_assert_close(tg_node_value(t.out.y), first, 0, 0, "same seed, same masks");
     tg_tensor_free(first);
-    built_free(&e);
-    built_free(&t);
-    built_free(&z);
+    tt_layer_free(&e);
+    tt_layer_free(&t);
+    tt_layer_free(&z);
 }
 
 /* The router is repeated over the batch: its gradient is the sum over the b
@@ -245,17 +211,17 @@ Test(tsa, router_gradient_sums_over_the_batch)
 {
     double g1[2 * 5 * 8];
     for (int twice = 0; twice < 2; twice++) {
-        built b = build("tsa", (const char *[]){twice ? "b=2" : "b=1", "ts_d=3"}, 2, TG_F64, 5,
-                        false);
-        tg_tensor *x = (tg_tensor *)tg_node_value(b.x);
+        tt_layer b = build("tsa", (const char *[]){twice ? "b=2" : "b=1", "ts_d=3"}, 2, TG_F64,
+                           5, false);
+        tg_tensor *x = (tg_tensor *)tg_node_value(b.in[0]);
         tt_randn(x, 42);
         if (twice) memcpy((double *)x->data + x->numel / 2, x->data, sizeof(double) * (size_t)(x->numel / 2));
         cr_assert_eq(tg_graph_forward(b.g), TG_OK);
-        const tg_tensor *y = tg_node_value(b.y);
+        const tg_tensor *y = tg_node_value(b.out.y);
         tg_tensor *dy = tg_tensor_new(TG_F64, y->rank, y->shape);
         tt_randn(dy, 43);
         if (twice) memcpy((double *)dy->data + dy->numel / 2, dy->data, sizeof(double) * (size_t)(dy->numel / 2));
-        cr_assert_eq(tg_graph_backward(b.g, b.y, dy), TG_OK);
+        cr_assert_eq(tg_graph_backward(b.g, b.out.y, dy), TG_OK);
         const tg_tensor *gr = &tg_params_find(b.ps, "router")->grad;
         cr_assert_eq(gr->numel, 5 * 2 * 8);
         for (int64_t i = 0; i < gr->numel; i++) {
@@ -264,7 +230,7 @@ Test(tsa, router_gradient_sums_over_the_batch)
                            "router grad %lld: %g vs 2 * %g", (long long)i, tg_tensor_get(gr, i), g1[i]);
         }
         tg_tensor_free(dy);
-        built_free(&b);
+        tt_layer_free(&b);
     }
 }
 
