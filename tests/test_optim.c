@@ -115,6 +115,25 @@ Test(optim, schedules)
     tt_assert_last_error("unknown learning-rate schedule 'type9'");
 }
 
+/* Crossformer's adjust_learning_rate ('type1' in its utils/tools.py): after
+ * epoch e (1-based) the rate becomes {2: lr/2, 4: lr/4, 6: lr/8, 8: lr/16,
+ * 10: lr/32}[e] when e is a key, else it stays; epoch counted from 0 here. */
+Test(optim, schedule_crossformer)
+{
+    static const double want[] = {1, 1, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.0625, 0.0625,
+                                  0.03125, 0.03125, 0.03125, 0.03125, 0.03125, 0.03125,
+                                  0.03125, 0.03125, 0.03125, 0.03125};
+    for (int e = 0; e < (int)(sizeof want / sizeof *want); e++)
+        cr_assert_float_eq(tg_lr_at(TG_LR_CROSSFORMER, 1e-5, e, 0, 0, 0), 1e-5 * want[e], 1e-20,
+                           "epoch %d", e);
+    tg_lr_schedule s;
+    cr_assert_eq(tg_lr_schedule_parse("crossformer", &s), TG_OK);
+    cr_assert_eq(s, TG_LR_CROSSFORMER);
+    cr_assert_str_eq(tg_lr_schedule_name(s), "crossformer");
+    cr_assert_neq(tg_lr_schedule_parse("Crossformer", &s), TG_OK);
+    tt_assert_last_error("(constant, type1, cosine, warmup_cosine, crossformer)");
+}
+
 Test(optim, bad_configs)
 {
     tg_params *ps = tg_params_new(TG_F32);

@@ -145,6 +145,23 @@ Test(train, loss_falls_and_beats_both_baselines)
     tg_checkpoint_clear(&ck);
 }
 
+/* --lradj crossformer: the rate of Crossformer's code (halved after epochs
+ * 2, 4, ...), in metrics.csv's lr column and in the checkpoint. */
+Test(train, lradj_crossformer_halves_every_second_epoch)
+{
+    cr_assert_eq(tgraph("train " SMALL "--epochs 5 --lradj crossformer --lr 1e-3 --patience 0 "
+                        "--out @/run"), 0, "%s", err_text);
+    cr_assert(strstr(out_text, "adam lr 0.001 (crossformer)"), "%s", out_text);
+    tg_checkpoint ck;
+    read_ckpt("run/checkpoint.safetensors", &ck);
+    cr_assert_eq(ck.history_rows, 5);
+    static const double want[] = {1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4};
+    for (int r = 0; r < 5; r++)
+        cr_assert_float_eq(ck.history[r * TG_CKPT_HISTORY_COLS + 4], want[r], 1e-15, "epoch %d",
+                           r + 1);
+    tg_checkpoint_clear(&ck);
+}
+
 Test(train, same_seed_gives_bit_identical_runs)
 {
     cr_assert_eq(tgraph("train " SMALL "--epochs 2 --seed 5 --out @/a"), 0, "%s", err_text);

@@ -473,7 +473,7 @@ const tg_cli_cmd tg_cmd_train = {
     .help =
         "usage: tgraph train [--data FILE.csv] [--split A,B,C] [--model NAME] [--set KEY=VALUE]...\n"
         "                    [--features M|S|MS] [--target COL]\n"
-        "                    [--epochs N] [--batch-size N] [--lr F] [--lradj type1|constant|cosine]\n"
+        "                    [--epochs N] [--batch-size N] [--lr F] [--lradj S]\n"
         "                    [--patience N] [--seed N] [--threads N] [--recompute] [--out-dir DIR]\n"
         "                    [--overwrite] [--resume FILE [--allow-data-change]]\n"
         "                    [--optim adam|adamw|sgd] [--weight-decay F] [--clip F]\n"
@@ -511,7 +511,7 @@ const tg_cli_cmd tg_cmd_train = {
         "  tgraph train --data ETTh1.csv --split 8640,2880,2880 --set seq_len=168 \\\n"
         "      --set pred_len=24 --set seg_len=6 --set d_model=256 --set n_heads=4 \\\n"
         "      --set e_layers=3 --set factor=10 --set d_ff=512 --set dropout=0.2 \\\n"
-        "      --batch-size 32 --lr 1e-4 --lradj type1 --patience 3 --out runs/etth1\n"
+        "      --batch-size 32 --lr 1e-4 --lradj crossformer --patience 3 --out runs/etth1\n"
         "  tgraph train --resume runs/etth1/checkpoint.safetensors --epochs 30\n"
         "  tgraph eval --checkpoint runs/train/best.safetensors\n",
     .run = run,

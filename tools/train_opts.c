@@ -58,8 +58,9 @@ const tg_opt tg_train_opts[] = {
     [O_LR] = {"--lr", NULL, "F", "the optimizer's lr, default 1e-3 (1e-4 for a model without "
               "defaults); built-in data: 5e-3, 1e-2 (linear)"},
     [O_LRADJ] = {"--lradj", NULL, "S",
-                 "type1 (default; halve each epoch), constant, or cosine (one epoch of warmup, "
-                 "then cosine decay to 0)"},
+                 "type1 (default; halve each epoch), crossformer (Crossformer's code: halve "
+                 "after epochs 2, 4, 6, 8, 10), constant, or cosine (one epoch of warmup, then "
+                 "cosine decay to 0)"},
     [O_PATIENCE] = {"--patience", NULL, "N", "default 3; 0: no early stopping"},
     [O_SEED] = {"--seed", NULL, "N", "default 0 (init, batch order, dropout): the same seed and "
                 "--threads give bit-identical runs"},

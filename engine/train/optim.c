@@ -241,7 +241,8 @@ double tg_clip_grad_norm(tg_params *ps, double max_norm)
 }
 
 static const char *const schedule_names[TG_LR_SCHEDULE_COUNT] = {"constant", "type1", "cosine",
-                                                                      "warmup_cosine"};
+                                                                      "warmup_cosine",
+                                                                      "crossformer"};
 
 const char *tg_lr_schedule_name(tg_lr_schedule s)
 {
@@ -257,7 +258,7 @@ tg_status tg_lr_schedule_parse(const char *s, tg_lr_schedule *out)
             return TG_OK;
         }
     return tg_set_error(TG_ERR_INVALID, "unknown learning-rate schedule '%s' (constant, type1, "
-                        "cosine, warmup_cosine)", s ? s : "(null)");
+                        "cosine, warmup_cosine, crossformer)", s ? s : "(null)");
 }
 
 double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64_t total,
@@ -266,6 +267,8 @@ double tg_lr_at(tg_lr_schedule s, double lr0, int64_t epoch, int64_t step, int64
     switch (s) {
     case TG_LR_TYPE1:
         return lr0 * pow(0.5, (double)(epoch < 0 ? 0 : epoch));
+    case TG_LR_CROSSFORMER:
+        return lr0 * pow(0.5, (double)(epoch < 0 ? 0 : epoch / 2 < 5 ? epoch / 2 : 5));
     case TG_LR_COSINE:
         if (warmup > 0 && step < warmup) return lr0 * (double)(step + 1) / (double)warmup;
         if (total <= warmup) return lr0;

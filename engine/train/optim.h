@@ -81,14 +81,17 @@ double tg_clip_grad_norm(tg_params *ps, double max_norm);
 /* ---- learning-rate schedules ---- */
 typedef enum tg_lr_schedule {
     TG_LR_CONSTANT,
-    TG_LR_TYPE1,     /* Crossformer/TSL 'type1': lr0 * 0.5^epoch (epoch counted from 0) */
+    TG_LR_TYPE1,     /* Informer/TSL's 'type1': lr0 * 0.5^epoch (epoch counted from 0) */
     TG_LR_COSINE,    /* linear warmup over `warmup` steps, then cosine decay to 0 at `total` */
     TG_LR_WARMUP_COSINE,   /* nanoGPT's get_lr: tg_lr_warmup_cosine (tg_lr_at: min_lr 0,
                               decay over `total`; the trainer: its min_lr and decay_steps) */
+    TG_LR_CROSSFORMER,     /* Crossformer's own 'type1' (its utils/tools.py): lr0 halved
+                              after epochs 2, 4, 6, 8 and 10, then kept: lr0 * 0.5^min(epoch
+                              / 2, 5) (epoch counted from 0) */
     TG_LR_SCHEDULE_COUNT
 } tg_lr_schedule;
 
-/* constant|type1|cosine|warmup_cosine */
+/* constant|type1|cosine|warmup_cosine|crossformer */
 tg_status   tg_lr_schedule_parse(const char *s, tg_lr_schedule *out);
 const char *tg_lr_schedule_name(tg_lr_schedule s);
 /* The learning rate at (epoch, step) of a run with `total` steps. */
