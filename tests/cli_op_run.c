@@ -27,7 +27,7 @@ static void tool_path(char *buf, size_t len)
     cr_assert(access(buf, X_OK) == 0, "%s is missing (make builds it with the tests)", buf);
 }
 
-void temp_dir(char *buf, size_t len)
+void tt_op_temp_dir(char *buf, size_t len)
 {
     snprintf(buf, len, "%s/cli-op-XXXXXX", tt_tmpdir());
     cr_assert(mkdtemp(buf), "mkdtemp: %s", strerror(errno));
@@ -44,7 +44,7 @@ static void slurp(const char *path, char *buf, size_t len)
     buf[n] = '\0';
 }
 
-void run_tgraph(const char *dir, int n, char **args, run_result *r)
+void tt_op_run(const char *dir, int n, char **args, tt_op_result *r)
 {
     char tool[1200], out_path[1100], err_path[1100];
     char *argv[160];
@@ -74,7 +74,7 @@ void run_tgraph(const char *dir, int n, char **args, run_result *r)
     remove(err_path);
 }
 
-int split_args(const char *spec, const char *dir, char *store, size_t len, char **args)
+int tt_op_split_args(const char *spec, const char *dir, char *store, size_t len, char **args)
 {
     size_t at = 0;
     int n = 0;
@@ -99,22 +99,22 @@ int split_args(const char *spec, const char *dir, char *store, size_t len, char 
     return n;
 }
 
-void run_spec(const char *spec, const char *dir, run_result *r)
+void tt_op_run_spec(const char *spec, const char *dir, tt_op_result *r)
 {
     char store[8192];
     char *args[128];
-    int n = split_args(spec, dir, store, sizeof store, args);
-    run_tgraph(dir, n, args, r);
+    int n = tt_op_split_args(spec, dir, store, sizeof store, args);
+    tt_op_run(dir, n, args, r);
 }
 
-tg_tensor *load_abs(const char *path)
+tg_tensor *tt_op_load(const char *path)
 {
     tg_tensor *t = NULL;
     cr_assert(tg_npy_load(path, &t) == TG_OK, "cannot load %s: %s", path, tg_last_error());
     return t;
 }
 
-void remove_dir(const char *dir)
+void tt_op_remove_dir(const char *dir)
 {
     char path[1200];
     DIR *d = opendir(dir);

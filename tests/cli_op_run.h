@@ -21,20 +21,20 @@ typedef struct {
     char out[65536];    /* stdout */
     char err[8192];     /* stderr */
     int  err_lines;
-} run_result;
+} tt_op_result;
 
 /* A fresh directory for one test's files. */
-void temp_dir(char *buf, size_t len);
+void tt_op_temp_dir(char *buf, size_t len);
 /* Run tgraph with args[0..n) (stdout and stderr into files under dir). */
-void run_tgraph(const char *dir, int n, char **args, run_result *r);
+void tt_op_run(const char *dir, int n, char **args, tt_op_result *r);
 /* Split "a|b|c" into args, replacing $F by the fixtures root and $T by dir.
  * The strings live in store. */
-int split_args(const char *spec, const char *dir, char *store, size_t len, char **args);
-/* run_tgraph on the arguments of split_args(spec). */
-void run_spec(const char *spec, const char *dir, run_result *r);
+int tt_op_split_args(const char *spec, const char *dir, char *store, size_t len, char **args);
+/* tt_op_run on the arguments of tt_op_split_args(spec). */
+void tt_op_run_spec(const char *spec, const char *dir, tt_op_result *r);
 /* The .npy file at path (the caller frees it); fails the test if it cannot load. */
-tg_tensor *load_abs(const char *path);
+tg_tensor *tt_op_load(const char *path);
 /* Remove a test's directory and every file in it. */
-void remove_dir(const char *dir);
+void tt_op_remove_dir(const char *dir);
 
 #endif

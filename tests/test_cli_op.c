@@ -129,20 +129,20 @@ static void run_case(const cli_case *c)
     char dir[256], store[16384], name[64];
     char *args[128];
     int n = 0, at = 0;
-    temp_dir(dir, sizeof dir);
+    tt_op_temp_dir(dir, sizeof dir);
 #define ARG(...) (args[n++] = store + at, \
                   at += snprintf(store + at, sizeof store - (size_t)at, __VA_ARGS__) + 1)
     ARG("op");
     ARG("%s", c->op);
     char attr_store[2048];
     char *attrs[32];
-    int n_attrs = split_args(c->attrs, dir, attr_store, sizeof attr_store, attrs);
+    int n_attrs = tt_op_split_args(c->attrs, dir, attr_store, sizeof attr_store, attrs);
     for (int i = 0; i < n_attrs; i++) ARG("%s", attrs[i]);
     char in_store[1024];
     char *ins[16];
     int n_in = 0;
     if (c->ins) {
-        n_in = split_args(c->ins, dir, in_store, sizeof in_store, ins);
+        n_in = tt_op_split_args(c->ins, dir, in_store, sizeof in_store, ins);
     } else {
         for (int i = 0; i < 16; i++) {
             snprintf(name, sizeof name, "in%d.npy", i);
@@ -184,15 +184,15 @@ static void run_case(const cli_case *c)
         }
     }
 #undef ARG
-    run_result *r = malloc(sizeof *r);
+    tt_op_result *r = malloc(sizeof *r);
     cr_assert(r);
-    run_tgraph(dir, n, args, r);
+    tt_op_run(dir, n, args, r);
     cr_assert(r->status == 0 && r->err[0] == '\0', "tgraph op %s on %s: exit %d: %s", c->op,
               c->dir, r->status, r->err);
     char what[1024], path[1200];
     for (int j = 0; j < n_out; j++) {
         snprintf(path, sizeof path, "%s/%s", dir, outs[j]);
-        tg_tensor *got = load_abs(path), *want = tt_load(c->dir, outs[j]);
+        tg_tensor *got = tt_op_load(path), *want = tt_load(c->dir, outs[j]);
         snprintf(what, sizeof what, "%s %s %s", c->op, c->dir, outs[j]);
         cr_assert(got->dtype == want->dtype || (tg_dtype_is_float(got->dtype) &&
                                                  tg_dtype_is_float(want->dtype)),
@@ -204,7 +204,7 @@ static void run_case(const cli_case *c)
     }
     for (int i = 0; i < n_grad; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, grads[i]);
-        tg_tensor *got = load_abs(path), *want = tt_load(c->dir, grads[i]);
+        tg_tensor *got = tt_op_load(path), *want = tt_load(c->dir, grads[i]);
         snprintf(what, sizeof what, "%s %s %s", c->op, c->dir, grads[i]);
         tt_assert_close(got, want, 1e-6, 1e-5, what);
         tg_tensor_free(got);
@@ -212,7 +212,7 @@ static void run_case(const cli_case *c)
     }
     cr_assert(c->fwd_only || n_grad > 0, "%s: no gradient compared", c->dir);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 ParameterizedTestParameters(cli_op, fixture)
@@ -228,7 +228,7 @@ ParameterizedTest(int *i, cli_op, fixture) { run_case(&cases[*i]); }
 
 static void assert_shape(const char *path, int rank, const int64_t *shape)
 {
-    tg_tensor *t = load_abs(path);
+    tg_tensor *t = tt_op_load(path);
     char a[96], b[96];
     bool same = t->rank == rank &&
                 (rank == 0 || !memcmp(t->shape, shape, (size_t)rank * sizeof *shape));
@@ -241,25 +241,25 @@ static void assert_shape(const char *path, int rank, const int64_t *shape)
 Test(cli_op, seed_shapes)
 {
     char dir[256], path[512];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec("op|einsum|equation=blhe,bshe->bhls|--in|$F/einsum/attn_scores/in0.npy|"
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec("op|einsum|equation=blhe,bshe->bhls|--in|$F/einsum/attn_scores/in0.npy|"
              "--in|$F/einsum/attn_scores/in1.npy|--out|$T/s.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/s.npy", dir);
     assert_shape(path, 4, (int64_t[]){8, 2, 6, 6});
-    run_spec("op|rearrange|pattern=b ts_d seg_num d_model -> (b ts_d) seg_num d_model|"
+    tt_op_run_spec("op|rearrange|pattern=b ts_d seg_num d_model -> (b ts_d) seg_num d_model|"
              "--in|$F/einops/tsa_merge/in0.npy|--out|$T/r.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/r.npy", dir);
     assert_shape(path, 3, (int64_t[]){6, 5, 8});
-    run_spec("op|repeat|pattern=seg_num factor d_model -> (repeat seg_num) factor d_model|"
+    tt_op_run_spec("op|repeat|pattern=seg_num factor d_model -> (repeat seg_num) factor d_model|"
              "repeat=2|--in|$F/einops/router/in0.npy|--out|$T/p.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/p.npy", dir);
     assert_shape(path, 3, (int64_t[]){10, 2, 8});
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* ---- ops without a PyTorch fixture ---- */
@@ -267,29 +267,29 @@ Test(cli_op, seed_shapes)
 Test(cli_op, dropout)
 {
     char dir[256], path[512];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
     tg_tensor *x = tt_load("basic/exp", "in0.npy"), *dy = tt_load("basic/exp", "dout0.npy");
     /* eval: the identity, forward and backward */
-    run_spec("op|dropout|training=false|--in|$F/basic/exp/in0.npy|--out|$T/y.npy|"
+    tt_op_run_spec("op|dropout|training=false|--in|$F/basic/exp/in0.npy|--out|$T/y.npy|"
              "--grad-output|$F/basic/exp/dout0.npy|--grad|$T/g.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/y.npy", dir);
-    tg_tensor *y = load_abs(path);
+    tg_tensor *y = tt_op_load(path);
     tt_assert_close(y, x, 0, 0, "dropout eval y");
     tg_tensor_free(y);
     snprintf(path, sizeof path, "%s/g.npy", dir);
-    tg_tensor *gx = load_abs(path);
+    tg_tensor *gx = tt_op_load(path);
     tt_assert_close(gx, dy, 0, 0, "dropout eval grad");
     tg_tensor_free(gx);
     /* training, p = 0.5: y is 0 or 2x; the gradient uses the same mask */
-    run_spec("op|dropout|p=0.5|seed=3|--in|$F/basic/exp/in0.npy|--out|$T/y.npy|"
+    tt_op_run_spec("op|dropout|p=0.5|seed=3|--in|$F/basic/exp/in0.npy|--out|$T/y.npy|"
              "--grad-output|$F/basic/exp/dout0.npy|--grad|$T/g.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/y.npy", dir);
-    y = load_abs(path);
+    y = tt_op_load(path);
     snprintf(path, sizeof path, "%s/g.npy", dir);
-    gx = load_abs(path);
+    gx = tt_op_load(path);
     int dropped = 0;
     for (int64_t i = 0; i < x->numel; i++) {
         double xv = tg_tensor_get(x, i), yv = tg_tensor_get(y, i), gv = tg_tensor_get(gx, i);
@@ -305,27 +305,27 @@ Test(cli_op, dropout)
     tg_tensor_free(y);
     tg_tensor_free(gx);
     /* p = 1: zeros */
-    run_spec("op|dropout|p=1|--in|$F/basic/exp/in0.npy|--out|$T/y.npy", dir, r);
+    tt_op_run_spec("op|dropout|p=1|--in|$F/basic/exp/in0.npy|--out|$T/y.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/y.npy", dir);
-    y = load_abs(path);
+    y = tt_op_load(path);
     for (int64_t i = 0; i < y->numel; i++) cr_assert(tg_tensor_get(y, i) == 0);
     tg_tensor_free(y);
     tg_tensor_free(x);
     tg_tensor_free(dy);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 Test(cli_op, causal_mask)
 {
     char dir[256], path[512];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec("op|causal_mask|B=2|L=4|--out|$T/m.npy", dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec("op|causal_mask|B=2|L=4|--out|$T/m.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/m.npy", dir);
-    tg_tensor *m = load_abs(path);
+    tg_tensor *m = tt_op_load(path);
     cr_assert(m->dtype == TG_BOOL);
     assert_shape(path, 4, (int64_t[]){2, 1, 4, 4});
     for (int64_t i = 0; i < m->numel; i++) {
@@ -334,41 +334,41 @@ Test(cli_op, causal_mask)
     }
     tg_tensor_free(m);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* 0-d tensors stay 0-d: a mean loss, an implicit trace */
 Test(cli_op, zero_dim_outputs)
 {
     char dir[256], path[512];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec("op|mse_loss|--in|$F/basic/mse_mean/in0.npy|--in|$F/basic/mse_mean/in1.npy|"
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec("op|mse_loss|--in|$F/basic/mse_mean/in0.npy|--in|$F/basic/mse_mean/in1.npy|"
              "--out|$T/l.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/l.npy", dir);
     assert_shape(path, 0, NULL);
-    run_spec("op|einsum|equation=ii|--in|$F/einsum/trace/in0.npy|--out|$T/l.npy", dir, r);
+    tt_op_run_spec("op|einsum|equation=ii|--in|$F/einsum/trace/in0.npy|--out|$T/l.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     assert_shape(path, 0, NULL);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* float64 inputs give a float64 graph and float64 files */
 Test(cli_op, float64_inputs)
 {
     char dir[256], path[512];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
     tg_tensor *x = tt_load("basic/exp", "in0.npy"), *x64 = tg_tensor_new(TG_F64, x->rank, x->shape);
     cr_assert(tg_tensor_copy(x64, x) == TG_OK);
     snprintf(path, sizeof path, "%s/x64.npy", dir);
     cr_assert(tg_npy_save(path, x64) == TG_OK);
-    run_spec("op|exp|--in|$T/x64.npy|--out|$T/y.npy", dir, r);
+    tt_op_run_spec("op|exp|--in|$T/x64.npy|--out|$T/y.npy", dir, r);
     cr_assert(r->status == 0, "%s", r->err);
     snprintf(path, sizeof path, "%s/y.npy", dir);
-    tg_tensor *y = load_abs(path), *want = tt_load("basic/exp", "out0.npy");
+    tg_tensor *y = tt_op_load(path), *want = tt_load("basic/exp", "out0.npy");
     cr_assert(y->dtype == TG_F64, "dtype %s", tg_dtype_name(y->dtype));
     tt_assert_close(y, want, 1e-6, 1e-6, "exp float64");
     tg_tensor_free(y);
@@ -376,7 +376,7 @@ Test(cli_op, float64_inputs)
     tg_tensor_free(x);
     tg_tensor_free(x64);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* ---- help: every op, each with its attributes and an example ---- */
@@ -384,8 +384,8 @@ Test(cli_op, float64_inputs)
 /* The op names listed by the unknown-op message (the table itself). */
 static int op_names(const char *dir, char names[64][32])
 {
-    run_result *r = malloc(sizeof *r);
-    run_spec("op|nosuch", dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_run_spec("op|nosuch", dir, r);
     const char *p = strstr(r->err, "(ops: ");
     cr_assert(p, "no op list in: %s", r->err);
     p += 6;
@@ -406,14 +406,14 @@ Test(cli_op, help_lists_every_op)
 {
     static char help[65536], block[65536];
     char dir[256], names[64][32];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
     int n = op_names(dir, names);
     cr_assert(n >= 38, "only %d ops listed", n);
-    run_spec("op|--help", dir, r);
+    tt_op_run_spec("op|--help", dir, r);
     cr_assert(r->status == 0);
     snprintf(help, sizeof help, "%s", r->out);
-    run_spec("help|op", dir, r);
+    tt_op_run_spec("help|op", dir, r);
     cr_assert(r->status == 0 && !strcmp(help, r->out), "tgraph help op differs from op --help");
     for (int i = 0; i < n; i++) {
         /* op --help lists it; op NAME --help (= help op NAME) has the rest */
@@ -421,11 +421,11 @@ Test(cli_op, help_lists_every_op)
         snprintf(head, sizeof head, "\n  %.31s ", names[i]);
         cr_assert(strstr(help, head), "help does not list %s", names[i]);
         snprintf(spec, sizeof spec, "op|%.31s|--help", names[i]);
-        run_spec(spec, dir, r);
+        tt_op_run_spec(spec, dir, r);
         cr_assert(r->status == 0, "%s --help: exit %d", names[i], r->status);
         snprintf(block, sizeof block, "%s", r->out);
         snprintf(spec, sizeof spec, "help|op|%.31s", names[i]);
-        run_spec(spec, dir, r);
+        tt_op_run_spec(spec, dir, r);
         cr_assert(!strcmp(block, r->out), "tgraph help op %s differs from op %s --help", names[i],
                   names[i]);
         char example[64];
@@ -433,7 +433,7 @@ Test(cli_op, help_lists_every_op)
         cr_assert(strstr(block, example), "help of %s has no example:\n%s", names[i], block);
         /* every attribute the op accepts (from its own error message) is in its block */
         snprintf(spec, sizeof spec, "op|%.31s|zz_not_an_attribute=x", names[i]);
-        run_spec(spec, dir, r);
+        tt_op_run_spec(spec, dir, r);
         const char *a = strstr(r->err, "attributes: ");
         cr_assert(a, "%s: no attribute list in: %s", names[i], r->err);
         a += 12;
@@ -448,13 +448,13 @@ Test(cli_op, help_lists_every_op)
         }
     }
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 Test(cli_op, every_op_has_a_test)
 {
     char dir[256], names[64][32];
-    temp_dir(dir, sizeof dir);
+    tt_op_temp_dir(dir, sizeof dir);
     int n = op_names(dir, names);
     for (int i = 0; i < n; i++) {
         bool found = false;
@@ -468,5 +468,5 @@ Test(cli_op, every_op_has_a_test)
         cr_expect(found, "op %s has no CLI test and no tests/fixtures/%s/case.txt", names[i],
                   fixture);
     }
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }

@@ -200,14 +200,14 @@ ParameterizedTest(int *i, cli_op, bad_input)
 {
     const err_case *e = &errs[*i];
     char dir[256], needle[1024];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
     write_bad_files(dir);
     char store[1024];
     char *one[1];
-    split_args(e->needle, dir, store, sizeof store, one);
+    tt_op_split_args(e->needle, dir, store, sizeof store, one);
     snprintf(needle, sizeof needle, "%s", one[0]);
-    run_spec(e->args, dir, r);
+    tt_op_run_spec(e->args, dir, r);
     cr_assert(r->status == 2, "%s: exit status %d, expected 2 (stderr: %s)", e->name, r->status,
               r->err);
     cr_assert(r->err_lines == 1, "%s: %d lines on stderr, expected 1:\n%s", e->name,
@@ -215,7 +215,7 @@ ParameterizedTest(int *i, cli_op, bad_input)
     cr_assert(strstr(r->err, needle), "%s: stderr\n  %s\nlacks\n  %s", e->name, r->err, needle);
     cr_assert(!strncmp(r->err, "tgraph ", 7), "%s: %s", e->name, r->err);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* ---- sdpa beyond its fixtures ---- */
@@ -224,13 +224,13 @@ ParameterizedTest(int *i, cli_op, bad_input)
 static tg_tensor *run_and_load(const char *spec, const char *dir, const char *file)
 {
     char path[512];
-    run_result *r = malloc(sizeof *r);
+    tt_op_result *r = malloc(sizeof *r);
     cr_assert(r);
-    run_spec(spec, dir, r);
+    tt_op_run_spec(spec, dir, r);
     cr_assert(r->status == 0 && r->err[0] == '\0', "%s: exit %d: %s", spec, r->status, r->err);
     free(r);
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    return load_abs(path);
+    return tt_op_load(path);
 }
 
 static bool same_bits(const tg_tensor *a, const tg_tensor *b)
@@ -248,7 +248,7 @@ static bool same_bits(const tg_tensor *a, const tg_tensor *b)
 Test(cli_op, sdpa_dropout)
 {
     char dir[256];
-    temp_dir(dir, sizeof dir);
+    tt_op_temp_dir(dir, sizeof dir);
     tg_tensor *y = run_and_load("op|sdpa|dropout_p=0.5|seed=3|" SDPA_CROSS "|--out|$T/y.npy", dir,
                                 "y.npy");
     tg_tensor_free(run_and_load("op|einsum|equation=blhe,bshe->bhls|"
@@ -288,7 +288,7 @@ Test(cli_op, sdpa_dropout)
     for (int k = 0; k < 3; k++) {
         char path[512];
         snprintf(path, sizeof path, "%s/g%d.npy", dir, k);
-        tg_tensor *g = load_abs(path);
+        tg_tensor *g = tt_op_load(path);
         for (int64_t i = 0; i < g->numel; i++)
             cr_assert(tg_tensor_get(g, i) == 0, "dropout_p=1: grad %d [%lld] = %g", k,
                       (long long)i, tg_tensor_get(g, i));
@@ -296,7 +296,7 @@ Test(cli_op, sdpa_dropout)
     }
     tg_tensor_free(y), tg_tensor_free(a), tg_tensor_free(chain), tg_tensor_free(eval);
     tg_tensor_free(again), tg_tensor_free(other), tg_tensor_free(zero);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* Bad input gets the builder's own message, unchanged: stderr is exactly
@@ -350,13 +350,13 @@ ParameterizedTest(int *i, cli_op, sdpa_builder_message)
     cr_assert_null(tg_sdpa(g, in[0], in[1], in[2], e->causal, e->scale, e->p));
     snprintf(want, sizeof want, "tgraph op: %s\n", tg_graph_error(g));
     tg_graph_free(g);
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec(spec, dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec(spec, dir, r);
     cr_assert(r->status == 2, "%s: exit %d (stderr: %s)", spec, r->status, r->err);
     cr_assert(!strcmp(r->err, want), "%s: stderr\n  %s\nexpected\n  %s", spec, r->err, want);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* A [rank 4] float32 file of N(0, 1) values under dir; the tensor is returned. */
@@ -379,7 +379,7 @@ static tg_tensor *save_randn(const char *dir, const char *name, const int64_t *s
 Test(cli_op, sdpa_zero_sizes)
 {
     char dir[256];
-    temp_dir(dir, sizeof dir);
+    tt_op_temp_dir(dir, sizeof dir);
     tg_tensor_free(save_randn(dir, "q_l0.npy", (int64_t[]){2, 0, 1, 3}, 1));
     tg_tensor_free(save_randn(dir, "k.npy", (int64_t[]){2, 4, 1, 3}, 2));
     tg_tensor_free(save_randn(dir, "v.npy", (int64_t[]){2, 4, 1, 5}, 3));
@@ -401,7 +401,7 @@ Test(cli_op, sdpa_zero_sizes)
     tg_tensor_free(y);
     char path[512];
     snprintf(path, sizeof path, "%s/gq.npy", dir);
-    tg_tensor *gq = load_abs(path);
+    tg_tensor *gq = tt_op_load(path);
     cr_assert(gq->numel == 3 * 2 * 3);
     for (int64_t i = 0; i < gq->numel; i++) cr_assert(tg_tensor_get(gq, i) == 0, "S = 0: dq != 0");
     tg_tensor_free(gq);
@@ -422,12 +422,12 @@ Test(cli_op, sdpa_zero_sizes)
             }
     tg_tensor_free(y);
     tg_tensor_free(v);
-    run_result *r = malloc(sizeof *r);
-    run_spec("op|sdpa|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|--out|$T/y.npy", dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_run_spec("op|sdpa|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|--out|$T/y.npy", dir, r);
     cr_assert(r->status == 2 && !strcmp(r->err, "tgraph op: sdpa: scale must be finite, got inf\n"),
               "E = 0, default scale: exit %d: %s", r->status, r->err);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* ---- odd but legal-looking input: a result or one error line, never a crash ---- */
@@ -480,11 +480,11 @@ ParameterizedTestParameters(cli_op, odd_input)
 ParameterizedTest(int *i, cli_op, odd_input)
 {
     char dir[256];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec(odd[*i], dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec(odd[*i], dir, r);
     cr_assert(r->status == 0 || (r->status == 2 && r->err_lines == 1),
               "%s: exit %d, %d stderr lines:\n%s", odd[*i], r->status, r->err_lines, r->err);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }

@@ -15,9 +15,9 @@
 static void expect_gradcheck(const char *spec, int status, int lines_with_pass)
 {
     char dir[256];
-    run_result *r = malloc(sizeof *r);
-    temp_dir(dir, sizeof dir);
-    run_spec(spec, dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_temp_dir(dir, sizeof dir);
+    tt_op_run_spec(spec, dir, r);
     cr_assert(r->status == status, "%s: exit %d, expected %d\n%s%s", spec, r->status, status,
               r->out, r->err);
     int pass = 0;
@@ -25,7 +25,7 @@ static void expect_gradcheck(const char *spec, int status, int lines_with_pass)
     cr_assert(pass == lines_with_pass, "%s: %d lines pass, expected %d:\n%s", spec, pass,
               lines_with_pass, r->out);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 Test(cli_op, gradcheck_einsum_from_equation)
@@ -80,19 +80,19 @@ Test(cli_op, gradcheck_files)
 Test(cli_op, gradcheck_failure_exits_1)
 {
     char dir[256], path[512];
-    temp_dir(dir, sizeof dir);
+    tt_op_temp_dir(dir, sizeof dir);
     tg_tensor *x = tg_tensor_new(TG_F64, 1, (int64_t[]){2});
     tg_tensor_set(x, 0, 1e-9);
     tg_tensor_set(x, 1, 4.0);
     snprintf(path, sizeof path, "%s/x.npy", dir);
     cr_assert(tg_npy_save(path, x) == TG_OK);
     tg_tensor_free(x);
-    run_result *r = malloc(sizeof *r);
-    run_spec("gradcheck|sqrt|--in|$T/x.npy", dir, r);
+    tt_op_result *r = malloc(sizeof *r);
+    tt_op_run_spec("gradcheck|sqrt|--in|$T/x.npy", dir, r);
     cr_assert(r->status == 1, "exit %d\n%s%s", r->status, r->out, r->err);
     cr_assert(strstr(r->out, "FAIL"), "%s", r->out);
     free(r);
-    remove_dir(dir);
+    tt_op_remove_dir(dir);
 }
 
 /* The layer form is unchanged. */
