@@ -423,7 +423,8 @@ Test(cli_op, sdpa_zero_sizes)
     tg_tensor_free(y);
     tg_tensor_free(v);
     tt_op_result *r = malloc(sizeof *r);
-    tt_op_run_spec("op|sdpa|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|--out|$T/y.npy", dir, r);
+    tt_op_run_spec("op|sdpa|--in|$T/q_e0.npy|--in|$T/k_e0.npy|--in|$T/v_e.npy|--out|$T/y.npy",
+                   dir, r);
     cr_assert(r->status == 2 && !strcmp(r->err, "tgraph op: sdpa: scale must be finite, got inf\n"),
               "E = 0, default scale: exit %d: %s", r->status, r->err);
     free(r);
