@@ -1,6 +1,6 @@
 /*
- * einsum.c - torch.einsum (OPS.md section 4): parser, contraction planner,
- * forward and backward.
+ * einsum.c - torch.einsum (OPS.md section 4): contraction planner, forward and
+ * backward. The equation parser is in einsum_parse.c.
  *
  * What it is. The builder parses the equation exactly as PyTorch does (same
  * checks in the same order, same messages), gives every label an integer id
@@ -31,12 +31,13 @@
  * backward do no parsing and no allocation; intermediates live in scratch.
  *
  * What it is not: no contraction-order optimisation (PyTorch's opt_einsum path);
- * operands are contracted left to right.
+ * operands are contracted left to right. Not the equation parser either
+ * (einsum_parse.c, with the view and parsed-equation types in einsum_parse.h).
  *
- * Reading order (engine/generic.h): the builder (the planner, the parser,
- * then tg_einsum), the forward (running a plan), the backward, the
- * descriptor and registry row, then the portable REDUCE kernel for float and
- * double at the end.
+ * Reading order (engine/generic.h): the builder (the planner, then
+ * tg_einsum), the forward (running a plan), the backward, the descriptor and
+ * registry row, then the portable REDUCE kernel for float and double at the
+ * end.
  */
 #ifndef TG_KERNELS /* ====================================== the op proper */
 
@@ -44,28 +45,12 @@
 
 #include "ops_internal.h"
 #include "gemm.h"
-#include "einsum.h"
+#include "einsum_parse.h"
 #include "generic.h"
 
-#define EM_LETTERS 52                    /* label ids 0..51: 'A'-'Z', 'a'-'z' */
-#define EM_MAXL    (EM_LETTERS + TG_MAX_RANK)   /* + one id per ellipsis dim */
-#define EM_ELL     (-1)                  /* "..." inside a parsed term */
-#define EM_TERM    (TG_MAX_RANK + 2)     /* parsed entries kept per term */
-#define EM_MAXOPS  TG_EINSUM_MAX_OPERANDS
 #define EM_STEPS   (4 * EM_MAXOPS + 2)   /* per plan: pack A, pack B, GEMM, copy out */
 #define EM_SMALL   256                   /* MACs per GEMM call below which an outer
                                             batch loop is replaced by packing */
-
-/* Which buffer a view or step reads/writes: scratch, dy, y, in[k], in[k]->grad. */
-enum { EM_SCRATCH, EM_DY, EM_OUT, EM_IN = 16, EM_GRAD = 16 + EM_MAXOPS };
-
-typedef struct {         /* a labelled strided view of a buffer */
-    int     n;
-    int8_t  lab[EM_MAXL];
-    int64_t size[EM_MAXL], stride[EM_MAXL];
-    int     ref;         /* EM_* buffer */
-    int64_t off;         /* element offset into it */
-} em_view;
 
 enum { EM_ZERO, EM_REDUCE, EM_GEMM };
 
@@ -102,8 +87,8 @@ TG_KERNEL_DECL(static void, em_reduce_range, (void *vctx, int64_t begin, int64_t
 static const tg_op op_einsum;   /* the descriptor, after the backward */
 
 /* ---- builder ----
- * The planner's pieces, the parser, then tg_einsum: parse, check, create the
- * node and compile its plans. */
+ * The planner's pieces, then tg_einsum: parse (einsum_parse.c), check, create
+ * the node and compile its plans. */
 
 /* =============================================================== planning */
 
@@ -122,14 +107,7 @@ static uint64_t vmask(const em_view *v)
     return m;
 }
 
-static int vfind(const em_view *v, int lab)
-{
-    for (int i = 0; i < v->n; i++)
-        if (v->lab[i] == lab) return i;
-    return -1;
-}
-
-static int64_t vstride(const em_view *v, int lab) { return v->stride[vfind(v, lab)]; }
+static int64_t vstride(const em_view *v, int lab) { return v->stride[tg__em_vfind(v, lab)]; }
 
 static int64_t vnumel(const em_view *v)
 {
@@ -156,7 +134,8 @@ static int order(const em_view *v, uint64_t mask, int8_t *out)
 static bool merges(const em_view *v, const int8_t *l, int n)
 {
     for (int j = 0; j + 1 < n; j++)
-        if (vstride(v, l[j]) != vstride(v, l[j + 1]) * v->size[vfind(v, l[j + 1])]) return false;
+        if (vstride(v, l[j]) != vstride(v, l[j + 1]) * v->size[tg__em_vfind(v, l[j + 1])])
+            return false;
     return true;
 }
 
@@ -218,14 +197,14 @@ static void add_reduce(em_builder *b, const em_view *src, const em_view *dst, bo
     st->oc = dst->off;
     st->acc = acc;
     for (int i = 0; i < dst->n; i++) {
-        int j = vfind(src, dst->lab[i]);
+        int j = tg__em_vfind(src, dst->lab[i]);
         st->size[st->n_dims] = dst->size[i];
         st->s_c[st->n_dims] = dst->stride[i];
         st->s_a[st->n_dims++] = j < 0 ? 0 : src->stride[j];
     }
     st->n_outer = st->n_dims;
     for (int j = 0; j < src->n; j++) {
-        if (vfind(dst, src->lab[j]) >= 0) continue;
+        if (tg__em_vfind(dst, src->lab[j]) >= 0) continue;
         st->size[st->n_dims] = src->size[j];
         st->s_a[st->n_dims++] = src->stride[j];
     }
@@ -357,177 +336,6 @@ static bool contract(em_builder *b, int m, const em_view *src, const em_view *ds
     return true;
 }
 
-/* ================================================================ parsing */
-
-typedef struct {
-    int     n;                       /* operands */
-    int     nent[EM_MAXOPS];         /* entries per term ("..." counts one) */
-    int8_t  ent[EM_MAXOPS][EM_TERM]; /* label ids or EM_ELL (first EM_TERM kept) */
-    bool    has_ell[EM_MAXOPS];
-    int     ell;                     /* dims the widest ellipsis covers */
-    int     nout;
-    int8_t  out[EM_MAXL];            /* output label ids */
-    int64_t lsize[EM_MAXL];
-    em_view opv[EM_MAXOPS], outv;
-    bool    zero;                    /* some label has size 0 */
-} em_eq;
-
-static int label_id(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
-    return -1;
-}
-
-static char label_chr(int id) { return (char)(id < 26 ? 'A' + id : 'a' + id - 26); }
-
-#define FAIL(...) (tg_graph_fail(g, __VA_ARGS__), false)
-
-/* The left side: one term per operand (PyTorch's checks, in its order). */
-static bool parse_lhs(tg_graph *g, const char *eq, size_t lhs_len, em_eq *e)
-{
-    int cur = 0;
-    bool ell = false;
-    for (size_t i = 0; i < lhs_len; i++) {
-        unsigned char c = (unsigned char)eq[i];
-        int id = label_id(c);
-        if (c == ' ') continue;
-        if (c == '.') {
-            if (ell)
-                return FAIL("einsum(): found '.' for operand %d for which an ellipsis was "
-                            "already found", cur);
-            if (!(i + 2 < lhs_len && eq[i + 1] == '.' && eq[i + 2] == '.'))
-                return FAIL("einsum(): found '.' for operand %d that is not part of any ellipsis",
-                            cur);
-            i += 2;
-            id = EM_ELL;
-            ell = e->has_ell[cur] = true;
-        } else if (c == ',') {
-            if (++cur >= e->n)
-                return FAIL("einsum(): fewer operands were provided than specified in the "
-                            "equation");
-            ell = false;
-            continue;
-        } else if (id < 0) {
-            return FAIL("einsum(): invalid subscript given at index %zu in the equation string, "
-                        "subscripts must be in [a-zA-Z]", i);
-        }
-        if (e->nent[cur] < EM_TERM) e->ent[cur][e->nent[cur]] = (int8_t)id;
-        e->nent[cur]++;
-    }
-    if (cur != e->n - 1)
-        return FAIL("einsum(): more operands were provided than specified in the equation");
-    return true;
-}
-
-/* The output term (explicit after "->", else implicit), then the label sizes
- * and the operand views. */
-static bool parse_rest(tg_graph *g, const char *eq, const char *arrow, tg_node *const *ops,
-                       em_eq *e)
-{
-    int count[EM_LETTERS] = {0};
-    bool used[EM_MAXL] = {false};
-    for (int i = 0; i < e->n; i++) {
-        int rank = ops[i]->value.rank, nl = e->nent[i] - e->has_ell[i];
-        bool has_ell = e->has_ell[i];
-        if (has_ell && rank - nl > e->ell) e->ell = rank - nl;
-        for (int j = 0; j < e->nent[i] && j < EM_TERM; j++)
-            if (e->ent[i][j] != EM_ELL) count[e->ent[i][j]]++;
-        if (has_ell && nl > rank)
-            return FAIL("einsum(): the number of subscripts in the equation (%d) is more than the "
-                        "number of dimensions (%d) for operand %d", nl, rank, i);
-        if (!has_ell && nl != rank)
-            return FAIL("einsum(): the number of subscripts in the equation (%d) does not match "
-                        "the number of dimensions (%d) for operand %d and no ellipsis was given",
-                        nl, rank, i);
-    }
-    if (!arrow) {   /* implicit: the ellipsis dims, then labels used once, A-Z before a-z */
-        for (int j = 0; j < e->ell; j++) e->out[e->nout++] = (int8_t)(EM_LETTERS + j);
-        for (int id = 0; id < EM_LETTERS; id++)
-            if (count[id] == 1) e->out[e->nout++] = (int8_t)id;
-    } else {
-        const char *rhs = arrow + 2;
-        size_t rlen = strlen(rhs), lhs_len = (size_t)(arrow - eq);
-        bool ell = false;
-        for (size_t i = 0; i < rlen; i++) {
-            unsigned char c = (unsigned char)rhs[i];
-            int id = label_id(c);
-            if (c == ' ') continue;
-            if (c == '.') {
-                if (ell)
-                    return FAIL("einsum(): found '.' for output but an ellipsis (...) was already "
-                                "found");
-                if (!(i + 2 < rlen && rhs[i + 1] == '.' && rhs[i + 2] == '.'))
-                    return FAIL("einsum(): found '.' for output that is not part of any ellipsis "
-                                "(...)");
-                i += 2;
-                ell = true;
-                for (int j = 0; j < e->ell; j++) e->out[e->nout++] = (int8_t)(EM_LETTERS + j);
-            } else if (id < 0) {
-                return FAIL("einsum(): invalid subscript given at index %zu in the equation "
-                            "string, subscripts must be in [a-zA-Z]", lhs_len + 2 + i);
-            } else if (!count[id] || used[id]) {
-                return FAIL("einsum(): output subscript %c %s", c,
-                            used[id] ? "appears more than once in the output"
-                                     : "does not appear in the equation for any input operand");
-            } else {
-                used[id] = true;
-                e->out[e->nout++] = (int8_t)id;
-            }
-        }
-    }
-    if (e->nout > TG_MAX_RANK)
-        return FAIL("einsum(): the output would have %d dims, more than the maximum rank %d",
-                    e->nout, TG_MAX_RANK);
-
-    /* sizes: equal or 1 across operands, exactly equal on a diagonal */
-    for (int l = 0; l < EM_MAXL; l++) e->lsize[l] = 1;
-    for (int i = 0; i < e->n; i++) {
-        const tg_tensor *x = &ops[i]->value;
-        int64_t cs[TG_MAX_RANK];
-        em_view *v = &e->opv[i];
-        int d = 0, pd = 0;   /* dim of x, and PyTorch's dim (after taking diagonals) */
-        tg__strides(x->rank, x->shape, cs);
-        v->ref = EM_IN + i;
-        for (int j = 0; j < e->nent[i]; j++) {
-            int id = e->ent[i][j], at;
-            if (id == EM_ELL) {
-                int nd = x->rank - (e->nent[i] - 1);
-                for (int k = e->ell - nd; k < e->ell; k++, d++, pd++) {
-                    int64_t sz = x->shape[d], *ls = &e->lsize[EM_LETTERS + k];
-                    if (sz != 1 && *ls != 1 && *ls != sz)
-                        return FAIL("einsum(): dimension %d covered by ellipsis in operand %d"
-                                    "has size %lld which does not broadcast with previously seen "
-                                    "ellipsis with size %lld for the respective dimension", pd, i,
-                                    (long long)sz, (long long)*ls);
-                    if (sz != 1) *ls = sz;
-                    v->lab[v->n] = (int8_t)(EM_LETTERS + k);
-                    v->size[v->n] = sz;
-                    v->stride[v->n++] = cs[d];
-                }
-            } else if ((at = vfind(v, id)) < 0) {
-                int64_t sz = x->shape[d];
-                if (sz != 1 && e->lsize[id] != 1 && e->lsize[id] != sz)
-                    return FAIL("einsum(): subscript %c has size %lld for operand %d which does "
-                                "not broadcast with previously seen size %lld", label_chr(id),
-                                (long long)sz, i, (long long)e->lsize[id]);
-                if (sz != 1) e->lsize[id] = sz;
-                v->lab[v->n] = (int8_t)id;
-                v->size[v->n] = sz;
-                v->stride[v->n++] = cs[d++];
-                pd++;
-            } else {
-                if (x->shape[d] != v->size[at])
-                    return FAIL("einsum(): subscript %c is repeated for operand %d but the sizes "
-                                "don't match, %lld != %lld", label_chr(id), i,
-                                (long long)x->shape[d], (long long)v->size[at]);
-                v->stride[at] += cs[d++];   /* the diagonal, read in place */
-            }
-        }
-    }
-    return true;
-}
-
 /* Drop the size-1 dims of a view (broadcasting); note size-0 labels. */
 static void squeeze(em_view *v, bool *zero)
 {
@@ -575,8 +383,8 @@ static tg_node *einsum_build(tg_graph *g, const char *equation, int n, tg_node *
     size_t len = strlen(equation);
     const char *arrow = strstr(equation, "->");
     e->n = n;
-    if (!parse_lhs(g, equation, arrow ? (size_t)(arrow - equation) : len, e) ||
-        !parse_rest(g, equation, arrow, operands, e))
+    if (!tg__em_parse_lhs(g, equation, arrow ? (size_t)(arrow - equation) : len, e) ||
+        !tg__em_parse_rest(g, equation, arrow, operands, e))
         return NULL;
 
     /* the output: contiguous, then its view without the size-1 dims */

@@ -1,6 +1,6 @@
 /*
  * fuzz_einsum.c - libFuzzer target for the einsum equation parser and the
- * einsum kernels behind it (ops/einsum.c via tg_einsum).
+ * einsum kernels behind it (ops/einsum_parse.c and ops/einsum.c via tg_einsum).
  *
  * Input: byte 0 picks the operand count (0..5, so 0 and too many for short
  * equations occur); for each operand a rank byte (0..8) and one byte per dim (0..3,
