@@ -1,7 +1,7 @@
 /*
  * cost.c - per-node and per-scope cost (see cost.h): FLOPs from each op's
  * descriptor, bytes from the node's tensors, times from the profile that
- * graph.c keeps per node.
+ * forward.c keeps per node.
  */
 #include <math.h>
 

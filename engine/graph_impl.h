@@ -1,6 +1,6 @@
 /*
- * graph_impl.h - the graph struct, shared by graph.c, planner.c, gradcheck.c
- * and dot.c. Library-private.
+ * graph_impl.h - the graph struct, shared by graph.c, node.c, forward.c,
+ * backward.c, planner.c, cost.c, gradcheck.c and dot.c. Library-private.
  */
 #ifndef TG_GRAPH_IMPL_H
 #define TG_GRAPH_IMPL_H

@@ -1,6 +1,7 @@
 /*
  * io_internal.h - what engine/io's readers share, library-private: the
- * input limit and reading a file or stream in blocks (fileio.c). The core
+ * input limit and reading a file or stream in blocks (fileio.c), and the
+ * value language's character classes (value.c, config.c). The core
  * (engine/) never includes it.
  */
 #ifndef TG_IO_INTERNAL_H
@@ -31,5 +32,13 @@ tg_status tg__read_input(const char *path, size_t default_cap, tg__block_check c
  * seeking, checking sizes against the input limit as it learns them. A
  * directory is an error. */
 tg_status tg__open_for_load(const char *path, FILE **f, uint64_t *size, bool *stream);
+
+/* ---- the value language's characters (value.c, config.c) ---- */
+static inline bool tg__value_is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static inline bool tg__value_is_digit(char c) { return c >= '0' && c <= '9'; }
 
 #endif

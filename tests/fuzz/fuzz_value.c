@@ -1,6 +1,6 @@
 /*
  * fuzz_value.c - libFuzzer target for the `--set KEY=VALUE` config parser
- * and the value language behind it (engine/io/value.c).
+ * and the value language behind it (engine/io/config.c, value.c).
  *
  * Each of the first four lines of the input is one item: it goes to
  * tg_config_set, and the text after its first '=' (or the whole line) to
