@@ -1,7 +1,8 @@
 /*
  * einops.c - rearrange, repeat and reduce (einops; OPS.md section 8): the
- * builders, the nodes, their forward and backward kernels. The pattern
- * language and the shape inference are in einops_parse.c.
+ * builders, the nodes, their forward and backward. The pattern language and
+ * the shape inference are in einops_parse.c, the kernels that run the walks
+ * in einops_kernels.c.
  *
  * Every op is a walk over the elementary axes of its recipe:
  *   rearrange  y[right order] = x[left order]             (a permutation)
@@ -18,57 +19,15 @@
  *
  * Not here: einsum (contractions), strided views (tgraph has none).
  *
- * Reading order (engine/generic.h): the walk and attribute types, the
- * builders (a recipe made into walks), the forward, the backward, the
- * descriptors and registry rows, then the portable kernels for float and
- * double at the end of the file.
+ * Reading order: the attribute type, the builders (a recipe made into walks),
+ * the forward, the backward, the descriptors and registry rows.
  */
-#ifndef TG_KERNELS /* ===================================== the ops proper */
-
 #include <stdio.h>
 
+#include "einops_kernels.h"
 #include "einops_parse.h"
 #include "ops_internal.h"
 #include "generic.h"
-
-/* A walk over some elementary axes, with the destination contiguous in walk
- * order and the source at a stride per axis. Unit axes are dropped, axes that
- * stay contiguous in both operands merged. */
-typedef struct ein_walk {
-    int     rank;                          /* 0: one element (none when empty) */
-    bool    empty;                         /* an axis of length 0: nothing to visit */
-    int64_t numel;                         /* elements visited (0 when empty) */
-    int64_t inner, inner_src;              /* last axis: length and source stride (1, 0 at rank 0) */
-    int64_t len[TG__EIN_MAX_AXES];
-    int64_t src[TG__EIN_MAX_AXES];
-} ein_walk;
-
-typedef struct ein_gather {
-    const ein_walk *w;
-    const void     *src;
-    void           *dst;
-    size_t          es;      /* element size (copy) */
-    double          scale;   /* (add) */
-} ein_gather;
-
-enum { FOLD_SUM, FOLD_MAX, FOLD_MIN, FOLD_PROD };
-#define FOLD_BLOCK 256   /* dst elements summed together by fold_sum_blocks */
-
-typedef struct ein_fold {
-    const ein_walk *outer, *inner;
-    const void     *src;
-    void           *dst;
-    int64_t        *arg;          /* max/min: flat source index of each pick, or NULL */
-    int             mode;
-    double          scale;
-    bool            accumulate;   /* dst += (backward) instead of dst = (forward) */
-} ein_fold;
-
-typedef struct ein_prod {        /* prod backward: outer over y, inner over a slice of x */
-    const ein_walk *outer, *inner;
-    const void     *x, *dy;
-    void           *dx;
-} ein_prod;
 
 typedef struct ein_attr {
     tg__ein_kind        kind;
@@ -82,13 +41,6 @@ typedef struct ein_attr {
     double              scale;     /* mean: 1 / (elements per reduced slice) */
     int                 arg;       /* max/min: buffer of the picked flat x indices; else -1 */
 } ein_attr;
-
-/* the portable kernels, float and double (end of this file) */
-TG_KERNEL_DECL(static void, gather_add_range, (void *vctx, int64_t begin, int64_t end, int tid));
-TG_KERNEL_DECL(static void, fold_range, (void *vctx, int64_t begin, int64_t end, int tid));
-TG_KERNEL_DECL(static void, prod_backward_range, (void *vctx, int64_t begin, int64_t end,
-                                                  int tid));
-TG_KERNEL_DECL(static void, arg_backward, (tg_node *n, const int64_t *arg));
 
 /* the descriptors, after the backwards */
 static const tg_op op_rearrange, op_repeat, op_reduce, op_reduce_arg, op_reduce_prod,
@@ -290,118 +242,11 @@ int64_t tg_einops_axis_len(const tg_node *n, const char *name)
 
 /* ---- forward ---- */
 
-/* Position number k over the first nd axes (the last of them fastest): index and offset. */
-static void walk_start(const ein_walk *w, int nd, int64_t k, int64_t *idx, int64_t *off)
-{
-    *off = 0;
-    for (int d = nd - 1; d >= 0; d--) {
-        idx[d] = k % w->len[d];
-        k /= w->len[d];
-        *off += idx[d] * w->src[d];
-    }
-}
-
-/* The next position over the first nd axes (an odometer). */
-static inline void walk_next(const ein_walk *w, int nd, int64_t *idx, int64_t *off)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        *off += w->src[d];
-        if (++idx[d] < w->len[d]) return;
-        *off -= w->src[d] * w->len[d];
-        idx[d] = 0;
-    }
-}
-
-/* Forward of rearrange and repeat, any dtype: dst[k] = src[off(k)], rows of
- * the last axis at a time (one memcpy when the source is contiguous there). */
-static void copy_range(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ein_gather *j = vctx;
-    const ein_walk *w = j->w;
-    const size_t es = j->es;
-    const char *src = j->src;
-    char *dst = (char *)j->dst + (size_t)(begin * w->inner) * es;
-    int64_t idx[TG__EIN_MAX_AXES], off, inner = w->inner, si = w->inner_src;
-    (void)tid;
-    walk_start(w, w->rank - 1, begin, idx, &off);
-    for (int64_t r = begin; r < end; r++, dst += (size_t)inner * es) {
-        const char *x = src + (size_t)off * es;
-        if (si == 1) {
-            memcpy(dst, x, (size_t)inner * es);
-        } else if (es == 8) {
-            for (int64_t i = 0; i < inner; i++) memcpy(dst + 8 * i, x + 8 * i * si, 8);
-        } else if (es == 4) {
-            for (int64_t i = 0; i < inner; i++) memcpy(dst + 4 * i, x + 4 * i * si, 4);
-        } else {
-            for (int64_t i = 0; i < inner; i++) memcpy(dst + es * (size_t)i, x + es * (size_t)(i * si), es);
-        }
-        walk_next(w, w->rank - 1, idx, &off);
-    }
-}
-
-/* reduce forward on int64: y[k] = sum / prod (wrapping, as torch's int64
- * does) or max / min over the reduced axes of x at x offset off(k). */
-static void fold_i64_range(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ein_fold *j = vctx;
-    const ein_walk *o = j->outer, *in = j->inner;
-    const int64_t *src = j->src;
-    int64_t *dst = j->dst;
-    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
-    int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
-    (void)tid;
-    walk_start(o, o->rank, begin, oidx, &off);
-    for (int64_t k = begin; k < end; k++) {
-        uint64_t acc = j->mode == FOLD_PROD ? 1 : 0;
-        int64_t best = 0;
-        bool any = false;
-        walk_start(in, in->rank - 1, 0, iidx, &ioff);
-        for (int64_t r = 0; r < rows; r++) {
-            const int64_t *x = src + off + ioff;
-            for (int64_t i = 0; i < inner; i++) {
-                int64_t v = x[i * si];
-                if (j->mode == FOLD_SUM) acc += (uint64_t)v;
-                else if (j->mode == FOLD_PROD) acc *= (uint64_t)v;
-                else if (!any || (j->mode == FOLD_MAX ? v > best : v < best)) best = v, any = true;
-            }
-            walk_next(in, in->rank - 1, iidx, &ioff);
-        }
-        dst[k] = j->mode == FOLD_SUM || j->mode == FOLD_PROD ? (int64_t)acc : best;
-        walk_next(o, o->rank, oidx, &off);
-    }
-}
-
-/* Rows of at least ~16k elements per task. */
-static int64_t grain_for(int64_t per_item)
-{
-    return per_item >= 16384 ? 1 : 16384 / (per_item > 0 ? per_item : 1);
-}
-
-static void run_copy(const ein_walk *w, const void *src, void *dst, size_t es)
-{
-    if (w->empty) return;
-    ein_gather j = {w, src, dst, es, 1.0};
-    tg_parallel_for(w->numel / w->inner, grain_for(w->inner), copy_range, &j);
-}
-
-static void run_gather_add(tg_dtype dt, const ein_walk *w, const void *src, void *dst, double scale)
-{
-    if (w->empty) return;
-    ein_gather j = {w, src, dst, 0, scale};
-    tg_parallel_for(w->numel / w->inner, grain_for(w->inner), TG_DISPATCH(dt, gather_add_range), &j);
-}
-
-static void run_fold(tg_dtype dt, ein_fold *j)
-{
-    if (j->outer->empty) return;
-    tg_parallel_for(j->outer->numel, grain_for(j->inner->numel), TG_DISPATCH(dt, fold_range), j);
-}
-
 /* forward: y[k] = x[off(k)] with x's stride 0 along repeat's new axes */
 static tg_status rearrange_forward(tg_node *n)
 {
     const ein_attr *a = n->attr;
-    run_copy(&a->fwd, n->in[0]->value.data, n->value.data, tg_dtype_size(n->value.dtype));
+    tg__ein_run_copy(&a->fwd, n->in[0]->value.data, n->value.data, tg_dtype_size(n->value.dtype));
     return TG_OK;
 }
 
@@ -415,10 +260,11 @@ static tg_status reduce_forward(tg_node *n)
                   a->arg >= 0 ? n->buf[a->arg].data : NULL, mode, a->scale, false};
     if (n->value.dtype == TG_I64) {
         if (!a->outer.empty)
-            tg_parallel_for(a->outer.numel, grain_for(a->inner.numel), fold_i64_range, &j);
+            tg_parallel_for(a->outer.numel, tg__ein_grain_for(a->inner.numel),
+                            tg__ein_fold_i64_range, &j);
         return TG_OK;
     }
-    run_fold(n->value.dtype, &j);
+    tg__ein_run_fold(n->value.dtype, &j);
     return TG_OK;
 }
 
@@ -430,9 +276,9 @@ static tg_status rearrange_backward(tg_node *n)
 {
     const ein_attr *a = n->attr;
     if (tg_grad_fresh(n, 0))
-        run_copy(&a->bwd, n->grad.data, n->in[0]->grad.data, tg_dtype_size(n->value.dtype));
+        tg__ein_run_copy(&a->bwd, n->grad.data, n->in[0]->grad.data, tg_dtype_size(n->value.dtype));
     else
-        run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, 1.0);
+        tg__ein_run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, 1.0);
     return TG_OK;
 }
 
@@ -443,7 +289,7 @@ static tg_status repeat_backward(tg_node *n)
 {
     const ein_attr *a = n->attr;
     ein_fold j = {&a->outer, &a->inner, n->grad.data, n->in[0]->grad.data, NULL, FOLD_SUM, 1.0, true};
-    run_fold(n->value.dtype, &j);
+    tg__ein_run_fold(n->value.dtype, &j);
     return TG_OK;
 }
 
@@ -453,9 +299,10 @@ static tg_status reduce_backward(tg_node *n)
 {
     const ein_attr *a = n->attr;
     if (a->arg >= 0)
-        TG_DISPATCH(n->value.dtype, arg_backward)(n, n->buf[a->arg].data);
+        TG_DISPATCH(n->value.dtype, tg__ein_arg_backward)(n, n->buf[a->arg].data);
     else
-        run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data, a->scale);
+        tg__ein_run_gather_add(n->value.dtype, &a->bwd, n->grad.data, n->in[0]->grad.data,
+                               a->scale);
     return TG_OK;
 }
 
@@ -465,8 +312,8 @@ static tg_status reduce_prod_backward(tg_node *n)
     const ein_attr *a = n->attr;
     ein_prod j = {&a->outer, &a->inner, n->in[0]->value.data, n->grad.data, n->in[0]->grad.data};
     if (!a->outer.empty)
-        tg_parallel_for(a->outer.numel, grain_for(a->inner.numel),
-                        TG_DISPATCH(n->value.dtype, prod_backward_range), &j);
+        tg_parallel_for(a->outer.numel, tg__ein_grain_for(a->inner.numel),
+                        TG_DISPATCH(n->value.dtype, tg__ein_prod_backward_range), &j);
     return TG_OK;
 }
 
@@ -576,166 +423,3 @@ const tg_op_def tg__einops_ops[] = {
      "pattern=a b -> a;reduction=sum;[2,3]", "pattern=a b -> a;reduction=avg;[2,3]", NULL},
     {0}
 };
-
-/* ---- the portable kernels, once per type ---- */
-
-#define TG_SELF "einops.c"
-#include "instantiate.h"
-
-#else /* ================================== kernels, compiled once per type */
-#include "generic.h"
-
-/* rearrange backward: dx = inverse permutation of dy, i.e. walking dx in input
- * order, dst[k] += dy[off(k)];  reduce sum/mean backward: dx[i] += scale * dy[j(i)]
- * (the walk's dy stride is 0 along reduced axes). dst contiguous. */
-static void TG_F(gather_add_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ein_gather *j = vctx;
-    const ein_walk *w = j->w;
-    const TG_T *src = j->src;
-    TG_T *dst = (TG_T *)j->dst + begin * w->inner;
-    TG_T s = (TG_T)j->scale;
-    int64_t idx[TG__EIN_MAX_AXES], off, inner = w->inner, si = w->inner_src;
-    (void)tid;
-    walk_start(w, w->rank - 1, begin, idx, &off);
-    for (int64_t r = begin; r < end; r++, dst += inner) {
-        const TG_T *x = src + off;
-        if (si == 1)
-            for (int64_t i = 0; i < inner; i++) dst[i] += s * x[i];
-        else
-            for (int64_t i = 0; i < inner; i++) dst[i] += s * x[i * si];
-        walk_next(w, w->rank - 1, idx, &off);
-    }
-}
-
-/* The sum of fold_range when the outer walk is contiguous in src along its
- * last axis (repeat backward, "(b t) s d -> b d"): a block of dst at a time,
- * each inner position adding one contiguous run of src (cache-friendly and
- * vectorisable, where one element at a time would stride through memory). */
-static void TG_F(fold_sum_blocks)(const ein_fold *j, int64_t begin, int64_t end)
-{
-    const ein_walk *o = j->outer, *in = j->inner;
-    const TG_T *src = j->src;
-    TG_T *dst = j->dst;
-    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
-    double acc[FOLD_BLOCK];
-    for (int64_t k = begin; k < end;) {
-        walk_start(o, o->rank, k, oidx, &off);
-        int64_t n = o->len[o->rank - 1] - oidx[o->rank - 1];   /* to the end of the row */
-        if (n > end - k) n = end - k;
-        if (n > FOLD_BLOCK) n = FOLD_BLOCK;
-        for (int64_t i = 0; i < n; i++) acc[i] = 0;
-        walk_start(in, in->rank, 0, iidx, &ioff);
-        for (int64_t r = 0; r < in->numel; r++) {
-            const TG_T *x = src + off + ioff;
-            for (int64_t i = 0; i < n; i++) acc[i] += x[i];
-            walk_next(in, in->rank, iidx, &ioff);
-        }
-        for (int64_t i = 0; i < n; i++) {
-            TG_T v = (TG_T)(acc[i] * j->scale);
-            dst[k + i] = j->accumulate ? dst[k + i] + v : v;
-        }
-        k += n;
-    }
-}
-
-/* reduce forward:  y[k]  = scale * sum (or max / min) over the reduced axes of x
- *                  at x offset off(k); max/min also keep the flat x index;
- * repeat backward: dx[k] += sum over the new axes of dy at dy offset off(k).
- * Sums accumulate in double. Max/min keep the first extreme element (lowest
- * flat index: the inner walk runs in input order) and propagate NaN. */
-static void TG_F(fold_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ein_fold *j = vctx;
-    const ein_walk *o = j->outer, *in = j->inner;
-    const TG_T *src = j->src;
-    TG_T *dst = j->dst;
-    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
-    int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
-    (void)tid;
-    if (j->mode == FOLD_SUM && o->rank && o->inner_src == 1) {
-        TG_F(fold_sum_blocks)(j, begin, end);
-        return;
-    }
-    walk_start(o, o->rank, begin, oidx, &off);
-    for (int64_t k = begin; k < end; k++) {
-        double acc = j->mode == FOLD_PROD ? 1 : 0;
-        TG_T best = 0;
-        int64_t arg = -1;
-        walk_start(in, in->rank - 1, 0, iidx, &ioff);
-        for (int64_t r = 0; r < rows; r++) {
-            const TG_T *x = src + off + ioff;
-            if (j->mode == FOLD_SUM) {
-                double s = 0;
-                for (int64_t i = 0; i < inner; i++) s += x[i * si];
-                acc += s;
-            } else if (j->mode == FOLD_PROD) {
-                for (int64_t i = 0; i < inner; i++) acc *= x[i * si];
-            } else {
-                for (int64_t i = 0; i < inner; i++) {
-                    TG_T v = x[i * si];
-                    bool take = arg < 0 || (isnan(v) && !isnan(best)) ||
-                                (j->mode == FOLD_MAX ? v > best : v < best);
-                    if (take) {
-                        best = v;
-                        arg = off + ioff + i * si;
-                    }
-                }
-            }
-            walk_next(in, in->rank - 1, iidx, &ioff);
-        }
-        TG_T v = j->mode == FOLD_SUM || j->mode == FOLD_PROD ? (TG_T)(acc * j->scale) : best;
-        dst[k] = j->accumulate ? dst[k] + v : v;
-        if (j->arg) j->arg[k] = arg;
-        walk_next(o, o->rank, oidx, &off);
-    }
-}
-
-/* prod backward: forward was y[k] = prod of the slice S(k) of x, so
- * dx[i] += dy[k] * prod_{i' in S(k), i' != i} x[i']: with no zero in the slice
- * y[k] / x[i]; with one zero, the product of the others at that zero and 0
- * elsewhere; with two or more, 0 everywhere (never a division by zero). */
-static void TG_F(prod_backward_range)(void *vctx, int64_t begin, int64_t end, int tid)
-{
-    const ein_prod *j = vctx;
-    const ein_walk *o = j->outer, *in = j->inner;
-    const TG_T *x = j->x, *dy = j->dy;
-    TG_T *dx = j->dx;
-    int64_t oidx[TG__EIN_MAX_AXES], iidx[TG__EIN_MAX_AXES], off, ioff;
-    int64_t rows = in->empty ? 0 : in->numel / in->inner, inner = in->inner, si = in->inner_src;
-    (void)tid;
-    walk_start(o, o->rank, begin, oidx, &off);
-    for (int64_t k = begin; k < end; k++) {
-        double nonzero = 1;   /* product of the slice's nonzero elements */
-        int64_t zeros = 0;
-        walk_start(in, in->rank - 1, 0, iidx, &ioff);
-        for (int64_t r = 0; r < rows; r++) {
-            for (int64_t i = 0; i < inner; i++) {
-                TG_T v = x[off + ioff + i * si];
-                if (v == 0) zeros++;
-                else nonzero *= v;
-            }
-            walk_next(in, in->rank - 1, iidx, &ioff);
-        }
-        walk_start(in, in->rank - 1, 0, iidx, &ioff);
-        for (int64_t r = 0; r < rows && zeros < 2; r++) {
-            for (int64_t i = 0; i < inner; i++) {
-                int64_t p = off + ioff + i * si;
-                double others = zeros == 0 ? nonzero / x[p] : x[p] == 0 ? nonzero : 0;
-                dx[p] += (TG_T)(dy[k] * others);
-            }
-            walk_next(in, in->rank - 1, iidx, &ioff);
-        }
-        walk_next(o, o->rank, oidx, &off);
-    }
-}
-
-/* max/min backward: forward was y[k] = x[arg[k]], so dx[arg[k]] += dy[k]. */
-static void TG_F(arg_backward)(tg_node *n, const int64_t *arg)
-{
-    const TG_T *dy = n->grad.data;
-    TG_T *dx = n->in[0]->grad.data;
-    for (int64_t k = 0; k < n->value.numel; k++) dx[arg[k]] += dy[k];
-}
-
-#endif

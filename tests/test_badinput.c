@@ -6,7 +6,7 @@
  * with exactly one line on stderr that names the file, key or argument.
  *
  * Not here: the rows the op suites already test (test_<op>.c), the file
- * format rows of OPS.md 16.3 and 17.3 (test_npy.c, test_safetensors.c).
+ * format rows of OPS.md 16.3 and 17.3 (test_npy.c, test_safetensors_errors.c).
  */
 #include <fcntl.h>
 #include <limits.h>

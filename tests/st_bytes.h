@@ -1,0 +1,16 @@
+/*
+ * st_bytes.h - what the safetensors suites share (test_safetensors.c,
+ * test_safetensors_errors.c): where a test's file goes and how its bytes get
+ * there.
+ */
+#ifndef TG_ST_BYTES_H
+#define TG_ST_BYTES_H
+
+#include <stddef.h>
+
+/* tt_tmpdir()/<tag>.safetensors into buf (n bytes). */
+void tt_st_path(char *buf, size_t n, const char *tag);
+/* Write len bytes of b to path (replacing it); fails the test if it cannot. */
+void tt_st_write_bytes(const char *path, const void *b, size_t len);
+
+#endif
