@@ -42,6 +42,7 @@ static int rows_of(const char *cmd, row *rows)
         memset(r, 0, sizeof *r);
         char *tab1 = strchr(line, '\t'), *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
         cr_assert(tab1 && tab2, "bad line '%s'", line);
+        cr_assert_eq(line[0], '-', "%s: a row without an option's name: '%s'", cmd, line);
         *tab1 = *tab2 = '\0';
         snprintf(r->spell[r->n_spell++], sizeof r->spell[0], "%s", line);
         char *save = NULL;   /* the aliases, space-separated */

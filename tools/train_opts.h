@@ -9,8 +9,20 @@
 #include "args.h"
 #include "train_job.h"
 
-/* The rows of tg_train_opts (a definition with another count does not compile). */
-#define TG_TRAIN_OPTS_N 32
+/* The rows of tg_train_opts, in the order --help prints them; the parser
+ * keys on them. */
+enum tg_train_opt {
+    TG_TRAIN_O_DATA, TG_TRAIN_O_SPLIT, TG_TRAIN_O_MODEL, TG_TRAIN_O_SET, TG_TRAIN_O_FEATURES,
+    TG_TRAIN_O_TARGET, TG_TRAIN_O_EPOCHS, TG_TRAIN_O_BATCH, TG_TRAIN_O_LR, TG_TRAIN_O_LRADJ,
+    TG_TRAIN_O_PATIENCE, TG_TRAIN_O_SEED, TG_TRAIN_O_THREADS, TG_TRAIN_O_RECOMPUTE,
+    TG_TRAIN_O_OUT_DIR, TG_TRAIN_O_OVERWRITE, TG_TRAIN_O_RESUME, TG_TRAIN_O_ALLOW_DATA,
+    TG_TRAIN_O_OPTIM, TG_TRAIN_O_WD, TG_TRAIN_O_CLIP, TG_TRAIN_O_MAX_STEPS,
+    TG_TRAIN_O_PROGRESS_EVERY, TG_TRAIN_O_QUIET,
+    /* training on text (train_text.c parses these with its own table) */
+    TG_TRAIN_O_TEXT, TG_TRAIN_O_MIN_LR, TG_TRAIN_O_WARMUP, TG_TRAIN_O_DECAY, TG_TRAIN_O_BETA1,
+    TG_TRAIN_O_BETA2, TG_TRAIN_O_EVAL_INTERVAL, TG_TRAIN_O_EVAL_ITERS,
+    TG_TRAIN_OPTS_N /* the number of rows */
+};
 /* Every option of `tgraph train`: those on series, then those of --text
  * (documented here; train_text.c parses them with its own table). */
 extern const tg_opt tg_train_opts[TG_TRAIN_OPTS_N];
