@@ -2,49 +2,157 @@
  * outputs.c - an output that names an input would destroy it (the writer
  * replaces the file before anyone notices), and two outputs that name the
  * same file keep only the last: both refused up front (see outputs.h).
- * Files are compared by device and inode, not by name.
+ * A file that exists is known by its device and inode; one that does not
+ * exist yet by the real path of its directory and its name, so two
+ * spellings of one new file ("x.npy", "./../so/x.npy", a symlinked
+ * directory) are one file.
  */
+#define _XOPEN_SOURCE 700   /* realpath: glibc hides it under _POSIX_C_SOURCE alone */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "args.h"
 #include "outputs.h"
 
-/* A regular file that exists (following symlinks): its identity in sb. */
-static int regular_file(const char *path, struct stat *sb)
+typedef enum id_kind {
+    ID_NONE,      /* not given */
+    ID_STDIO,     /* "-" */
+    ID_SPECIAL,   /* a device, FIFO or socket: may be written twice */
+    ID_FILE,      /* exists (a regular file or a directory): dev, ino */
+    ID_NEW,       /* does not exist yet: name */
+} id_kind;
+
+typedef struct file_id {
+    id_kind kind;
+    dev_t   dev;
+    ino_t   ino;
+    char   *name;   /* ID_NEW: the real path of its directory + "/" + its name */
+} file_id;
+
+static char *join(const char *dir, const char *name)
 {
-    return path && strcmp(path, "-") != 0 && stat(path, sb) == 0 && S_ISREG(sb->st_mode);
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    if (!a || dir[a - 1] != '/') p[a++] = '/';
+    memcpy(p + a, name, b + 1);
+    return p;
 }
 
-static int same(const struct stat *a, const struct stat *b)
+/* The absolute name path has or will have: the real path of its longest
+ * existing ancestor, then the rest of its components as the writer (which
+ * creates missing directories) meets them ("." stays, ".." goes up). NULL
+ * when that cannot be told (out of memory, a component that is a file, no
+ * permission, longer than PATH_MAX): then the path is compared as it is
+ * spelt. Recursion at most PATH_MAX / 2 deep, one level a component. */
+static char *resolved_name(const char *path)
 {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+    if (strlen(path) >= PATH_MAX) return NULL;
+    char *real = realpath(path, NULL);
+    if (real || (errno != ENOENT && errno != ENOTDIR)) return real;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;   /* "a/b/" is "a/b" */
+    const char *slash = NULL;
+    for (size_t i = n; i-- > 0;)
+        if (path[i] == '/') {
+            slash = path + i;
+            break;
+        }
+    size_t dn = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    const char *base = slash ? slash + 1 : path;
+    size_t bn = n - (size_t)(base - path);
+    char *dir = malloc(dn + 1), *name = malloc(bn + 1);
+    char *res = NULL;
+    if (dir && name && bn > 0) {
+        memcpy(dir, slash ? path : ".", dn);
+        dir[dn] = '\0';
+        memcpy(name, base, bn);
+        name[bn] = '\0';
+        char *up = resolved_name(dir);
+        if (up && !strcmp(name, ".")) {
+            res = up, up = NULL;
+        } else if (up && !strcmp(name, "..")) {
+            char *last = strrchr(up, '/');
+            if (last) *(last == up ? last + 1 : last) = '\0';
+            res = up, up = NULL;
+        } else if (up) {
+            res = join(up, name);
+        }
+        free(up);
+    }
+    free(dir);
+    free(name);
+    return res;
+}
+
+/* What path names; 0, or -1 out of memory. */
+static int identify(const char *path, file_id *id)
+{
+    struct stat sb;
+    *id = (file_id){ID_NONE, 0, 0, NULL};
+    if (!path) return 0;
+    if (!strcmp(path, "-")) {
+        id->kind = ID_STDIO;
+    } else if (stat(path, &sb) == 0) {
+        id->kind = S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) ? ID_FILE : ID_SPECIAL;
+        id->dev = sb.st_dev, id->ino = sb.st_ino;
+    } else {
+        /* absent, or a dangling symlink: the writer's rename puts a file at that name */
+        id->kind = ID_NEW;
+        if (!(id->name = resolved_name(path)) && !(id->name = strdup(path))) return -1;
+    }
+    return 0;
+}
+
+static bool same(const file_id *a, const file_id *b)
+{
+    if (a->kind != b->kind) return false;
+    if (a->kind == ID_FILE) return a->dev == b->dev && a->ino == b->ino;
+    return a->kind == ID_NEW && !strcmp(a->name, b->name);
+}
+
+/* The clash of out[j] with an input or an earlier output; 0 when none. */
+static int clash(const char *cmd, const tg_cli_file *in, const file_id *iid, int n_in,
+                 const tg_cli_file *out, const file_id *oid, int j)
+{
+    const file_id *o = &oid[j];
+    for (int i = 0; i < n_in; i++)
+        if (same(o, &iid[i]))
+            return tg_cli_fail(cmd, "output %s %s is the same file as input %s %s; nothing "
+                               "was written", out[j].flag, out[j].path, in[i].flag, in[i].path);
+    for (int k = 0; k < j; k++) {
+        if (o->kind == ID_STDIO && oid[k].kind == ID_STDIO)
+            return tg_cli_fail(cmd, "%s - and %s - would both write to stdout", out[k].flag,
+                               out[j].flag);
+        if (same(o, &oid[k]))
+            return tg_cli_fail(cmd, "output %s %s is the same file as output %s %s%s%s%s",
+                               out[j].flag, out[j].path, out[k].flag, out[k].path,
+                               o->kind == ID_NEW ? " (both " : "",
+                               o->kind == ID_NEW ? o->name : "", o->kind == ID_NEW ? ")" : "");
+    }
+    return 0;
 }
 
 int tg_cli_check_outputs(const char *cmd, const tg_cli_file *in, int n_in,
                          const tg_cli_file *out, int n_out)
 {
-    for (int j = 0; j < n_out; j++) {
-        const char *p = out[j].path;
-        if (!p) continue;
-        struct stat so, sx;
-        bool reg = regular_file(p, &so);
-        /* a device or FIFO may be written twice (--out /dev/null --grads /dev/null) */
-        bool special = !reg && strcmp(p, "-") != 0 && stat(p, &sx) == 0 && !S_ISDIR(sx.st_mode);
-        for (int i = 0; reg && i < n_in; i++)
-            if (regular_file(in[i].path, &sx) && same(&so, &sx))
-                return tg_cli_fail(cmd, "output %s %s is the same file as input %s %s; nothing "
-                                   "was written", out[j].flag, p, in[i].flag, in[i].path);
-        for (int k = 0; k < j && !special; k++) {
-            const char *q = out[k].path;
-            if (!q) continue;
-            if (!strcmp(p, "-") && !strcmp(q, "-"))
-                return tg_cli_fail(cmd, "%s - and %s - would both write to stdout", out[k].flag,
-                                   out[j].flag);
-            if (!strcmp(p, q) || (reg && regular_file(q, &sx) && same(&so, &sx)))
-                return tg_cli_fail(cmd, "output %s %s is the same file as output %s %s",
-                                   out[j].flag, p, out[k].flag, q);
-        }
-    }
-    return 0;
+    if (n_out <= 0) return 0;
+    file_id *ids = calloc((size_t)(n_in > 0 ? n_in : 0) + (size_t)n_out, sizeof *ids);
+    if (!ids) return tg_cli_fail(cmd, "out of memory");
+    file_id *iid = ids, *oid = ids + (n_in > 0 ? n_in : 0);
+    int rc = 0;
+    for (int i = 0; i < n_in && !rc; i++)
+        if (identify(in[i].path, &iid[i])) rc = tg_cli_fail(cmd, "out of memory");
+    for (int j = 0; j < n_out && !rc; j++)
+        if (identify(out[j].path, &oid[j])) rc = tg_cli_fail(cmd, "out of memory");
+    for (int i = 0; i < n_in && !rc; i++)   /* an input is read, never replaced */
+        if (iid[i].kind == ID_SPECIAL || iid[i].kind == ID_STDIO) iid[i].kind = ID_NONE;
+    for (int j = 0; j < n_out && !rc; j++) rc = clash(cmd, in, iid, n_in, out, oid, j);
+    for (int i = 0; i < (n_in > 0 ? n_in : 0) + n_out; i++) free(ids[i].name);
+    free(ids);
+    return rc;
 }
