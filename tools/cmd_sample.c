@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "outputs.h"
 #include "text.h"
 #include "train_loop.h"
 #include "train_text.h"
@@ -88,6 +89,8 @@ static int parse_args(sample_run *r, int argc, char **argv)
         if (!ok) return 2;
     }
     if (!r->ckpt) return tg_cli_fail(CMD, "--checkpoint FILE is required");
+    const tg_cli_file in = {"--checkpoint", r->ckpt}, out = {"--out", r->out};
+    if (tg_cli_check_outputs(CMD, &in, 1, &out, 1)) return 2;
     if (r->threads && tg_threads_set((int)r->threads))
         return tg_cli_fail(CMD, "--threads %s", tg_last_error());
     return 0;

@@ -520,6 +520,14 @@ void tg_tl_files_free(tg_tl_files *f)
     memset(f, 0, sizeof *f);
 }
 
+int tg_tl_files_check(const char *cmd, const tg_tl_files *f, const tg_cli_file *in, int n_in)
+{
+    const char *paths[6] = {f->ckpt, f->best, f->csv, f->svg, f->dot, f->dot_svg};
+    tg_cli_file out[6];
+    for (int i = 0; i < 6; i++) out[i] = (tg_cli_file){"(a run file of --out-dir)", paths[i]};
+    return tg_cli_check_outputs(cmd, in, n_in, out, 6);
+}
+
 static tg_status write_csv(FILE *f, void *ctx)
 {
     const tg_checkpoint *ck = ctx;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "outputs.h"
 #include "progress.h"
 #include "dataset.h"
 #include "tgraph.h"
@@ -168,6 +169,10 @@ extern const char *const tg_tl_run_files[6];
  * written). Free with tg_tl_files_free. */
 int  tg_tl_files_init(const char *cmd, tg_tl_files *f, const char *dir);
 void tg_tl_files_free(tg_tl_files *f);
+/* None of the run files (all six: written, or removed by --overwrite) is
+ * one of the run's n_in inputs (tools/outputs.h: the same file, existing or
+ * not yet). 0, or 2 after printing; checked before anything is written. */
+int  tg_tl_files_check(const char *cmd, const tg_tl_files *f, const tg_cli_file *in, int n_in);
 /* metrics.csv and loss.svg from the run's history, atomically. 0 or 2. */
 int  tg_tl_write_curves(const char *cmd, const tg_tl_files *f, const tg_checkpoint *ck);
 /* model.dot of the evaluation graph (scopes below depth 3 collapsed) and,

@@ -537,7 +537,8 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 
 /* ---- the steps of the command ---- */
 
-/* The output directory: no other run in it (unless --overwrite). */
+/* The output directory: no run file is an input, and no other run is in it
+ * (unless --overwrite). */
 static int prepare_out_dir(text_job *j)
 {
     text_settings *s = &j->s;
@@ -551,6 +552,9 @@ static int prepare_out_dir(text_job *j)
     } else if (tg_tl_files_init(CMD, &j->rf, s->out)) {
         return 2;
     }
+    /* the checkpoint continued in its own directory is read whole before */
+    const tg_cli_file in[] = {{"--text", s->text}, {"--resume", j->continuing ? NULL : s->resume}};
+    if (tg_tl_files_check(CMD, &j->rf, in, 2)) return 2;
     bool present = tg_rd_run_files_present(&j->rf, found, sizeof found);
     if (present && !j->continuing && !s->overwrite)
         return tg_cli_fail(CMD, "--out-dir %s already holds a run (%s): continue it with "
