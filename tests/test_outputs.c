@@ -6,6 +6,10 @@
  * /dev/stdout to stdout, refuses an output that is one of its inputs (also
  * through a hard link or a symlink) before writing anything, and a failed
  * write to stdout (> /dev/full) is an error with one line on stderr.
+ * Issue 31: a file that does not exist yet is one file however it is spelt
+ * ("./../DIR/x", a symlinked or a not yet made directory); the run files
+ * train writes unnamed (loss.svg, model.dot, ...) are checked against its
+ * data and text, and sample's --out against its --checkpoint.
  *
  * Every test works in its own fresh directory (tt_tmpdir). Where a test also uses the
  * system's /dev/null or /dev/stdout, it first checks a private stand-in (a
@@ -615,6 +619,158 @@ Test(outputs, cli_eval_with_a_checkpoint)
     cr_assert(r->out_len > 6 && !memcmp(r->out, "\x93NUMPY", 6), "stdout is not a .npy");
     cr_assert_not_null(strstr(r->err, "test mse="), "the report is not on stderr: %s", r->err);
     free(r);
+}
+
+/* ---- issue 31: files nobody names, and new files spelt two ways ---- */
+
+/* Entries of d (but "." and ".."). */
+static int count_entries(const char *d)
+{
+    DIR *dd = opendir(d);
+    cr_assert_not_null(dd, "%s: %s", d, strerror(errno));
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dd)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(dd);
+    return n;
+}
+
+/* Exit 2 (run in the test's directory), both needles on stderr, nothing
+ * named `absent` written. */
+static void expect_clash(const char *const *args, const char *needle1, const char *needle2,
+                         const char *absent)
+{
+    tool_run *r = malloc(sizeof *r);
+    cr_assert_not_null(r);
+    run_tool(r, NULL, args);
+    cr_assert_eq(r->status, 2, "tgraph %s: exit %d, stderr: %s", args[0], r->status, r->err);
+    cr_assert_eq(count_lines(r->err), 1, "%s", r->err);
+    cr_assert_not_null(strstr(r->err, needle1), "'%s' not in: %s", needle1, r->err);
+    if (needle2) cr_assert_not_null(strstr(r->err, needle2), "'%s' not in: %s", needle2, r->err);
+    if (absent) cr_assert_neq(access(absent, F_OK), 0, "%s was written", absent);
+    free(r);
+}
+
+/* Two spellings of one file that does not exist yet are one output: through
+ * "./../DIR/", through a symlinked directory, through a directory to be made. */
+Test(outputs, a_new_output_spelt_two_ways_is_one_file)
+{
+    const char *fx = fixture("basic/relu/in0.npy");
+    char fxc[PATH_MAX], up[PATH_MAX + 16], link_dir[PATH_MAX];
+    snprintf(fxc, sizeof fxc, "%s", fx);
+    snprintf(up, sizeof up, "./../%s/x.npy", strrchr(dir, '/') + 1);   /* "x.npy" from dir */
+    expect_clash(TT_ARGS("op", "relu", "--in", fxc, "--out", "x.npy", "--grad-output", fxc,
+                         "--grad", up),
+                 "is the same file as output --out x.npy", "/x.npy)", in_dir("x.npy"));
+    snprintf(link_dir, sizeof link_dir, "%s", in_dir("L"));
+    cr_assert_eq(symlink(dir, link_dir), 0);
+    expect_clash(TT_ARGS("op", "relu", "--in", fxc, "--out", in_dir("y.npy"), "--grad-output",
+                         fxc, "--grad", "L/y.npy"),
+                 "is the same file as output --out", NULL, in_dir("y.npy"));
+    /* eval's outputs: refused before the checkpoint is read */
+    copy_file(fixture(ORACLE "weights.safetensors"), in_dir("c.safetensors"));
+    expect_clash(TT_ARGS("eval", "--checkpoint", "c.safetensors", "--predictions", "x.npy",
+                         "--truth", up),
+                 "is the same file as output --predictions x.npy", NULL, in_dir("x.npy"));
+    expect_clash(TT_ARGS("eval", "--checkpoint", "c.safetensors", "--predictions", "p.npy",
+                         "--metrics", "m.csv", "--truth", "L/./m.csv"),
+                 "output --metrics m.csv is the same file as output --truth L/./m.csv", NULL,
+                 in_dir("m.csv"));
+    /* an existing file named through a directory not made yet */
+    copy_file(fxc, in_dir("x0.npy"));
+    expect_clash(TT_ARGS("op", "relu", "--in", "x0.npy", "--out", "new/../x0.npy"),
+                 "output --out new/../x0.npy is the same file as input --in x0.npy", NULL, NULL);
+    assert_same_bytes(in_dir("x0.npy"), fxc);
+    cr_assert_eq(count_temps(dir), 0);
+}
+
+#define TINY_TRAIN "--split", "24,8,8", "--model", "linear_forecast", "--set", "seq_len=6", \
+                   "--set", "pred_len=3", "--batch-size", "4", "--epochs", "1", "--threads", "1"
+
+/* The run files train writes without being told their names (loss.svg,
+ * model.dot, ...) are outputs like any other: one that is the data is
+ * refused before anything is written. */
+Test(outputs, train_run_files_are_checked_against_the_data)
+{
+    const char *fx = fixture("train/tiny.csv");
+    char d[PATH_MAX], data[PATH_MAX], up[PATH_MAX];
+    snprintf(d, sizeof d, "%s", in_dir("D"));
+    snprintf(data, sizeof data, "%s", in_dir("D/loss.svg"));
+    cr_assert_eq(mkdir(d, 0777), 0);
+    copy_file(fx, data);
+    expect_clash(TT_ARGS("train", "--data", data, TINY_TRAIN, "--out-dir", d),
+                 "output (a run file of --out-dir) ", "is the same file as input --data", NULL);
+    /* --out-dir spelt through a directory that does not exist yet: not made */
+    snprintf(up, sizeof up, "%s", in_dir("D/new/.."));
+    expect_clash(TT_ARGS("train", "--data", "D/loss.svg", TINY_TRAIN, "--out-dir", up),
+                 "is the same file as input --data D/loss.svg", NULL, in_dir("D/new"));
+    assert_same_bytes(data, fx);
+    cr_assert_eq(count_entries(d), 1, "the run wrote into %s", d);
+    /* through a symlink in --out-dir */
+    cr_assert_eq(mkdir(in_dir("E"), 0777), 0);
+    copy_file(fx, in_dir("data.csv"));
+    cr_assert_eq(symlink("../data.csv", in_dir("E/loss.svg")), 0);
+    expect_clash(TT_ARGS("train", "--data", "data.csv", TINY_TRAIN, "--out-dir", "E"),
+                 "is the same file as input --data data.csv", NULL, in_dir("E/model.dot"));
+    assert_same_bytes(in_dir("data.csv"), fx);
+    /* model.dot, which --overwrite would also remove */
+    cr_assert_eq(rename(data, in_dir("D/model.dot")), 0);
+    expect_clash(TT_ARGS("train", "--data", "D/model.dot", TINY_TRAIN, "--out-dir", "D",
+                         "--overwrite"),
+                 "is the same file as input --data D/model.dot", NULL, in_dir("D/loss.svg"));
+    assert_same_bytes(in_dir("D/model.dot"), fx);
+    cr_assert_eq(count_entries(d), 1, "the run wrote into %s", d);
+}
+
+/* A text of ~600 characters over a few words, enough for a tiny GPT. */
+static void write_words(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    for (int i = 0; i < 100; i++) fputs(i % 6 == 5 ? "rome\n" : "king ", f);
+    fclose(f);
+}
+
+#define TINY_GPT "--set", "n_layer=1", "n_head=2", "n_embd=16", "--set", "block_size=8", \
+                 "--set", "dropout=0", "--batch-size", "4", "--eval-iters", "2", "--warmup", \
+                 "1", "--max-steps", "2", "--eval-interval", "2", "--threads", "1", "--quiet"
+
+/* The same for train --text; and sample's --out onto its --checkpoint (by
+ * name, a hard link or a symlink) is refused as predict's is. */
+Test(outputs, text_run_files_and_sample_out_are_checked_against_the_inputs)
+{
+    char d[PATH_MAX], txt[PATH_MAX], ck[PATH_MAX], before[PATH_MAX];
+    snprintf(d, sizeof d, "%s", in_dir("G"));
+    snprintf(txt, sizeof txt, "%s", in_dir("G/loss.svg"));
+    cr_assert_eq(mkdir(d, 0777), 0);
+    write_words(txt);
+    write_words(in_dir("words.txt"));
+    expect_clash(TT_ARGS("train", "--text", txt, TINY_GPT, "--out-dir", d),
+                 "is the same file as input --text", "loss.svg", NULL);
+    assert_same_bytes(txt, in_dir("words.txt"));
+    cr_assert_eq(count_entries(d), 1, "the run wrote into %s", d);
+    /* a real checkpoint for sample */
+    tool_run *r = malloc(sizeof *r);
+    cr_assert_not_null(r);
+    run_tool(r, NULL, TT_ARGS("train", "--text", "words.txt", TINY_GPT, "--out-dir", "run"));
+    cr_assert_eq(r->status, 0, "%s", r->err);
+    free(r);
+    snprintf(ck, sizeof ck, "%s", in_dir("run/best.safetensors"));
+    snprintf(before, sizeof before, "%s", in_dir("before.safetensors"));
+    copy_file(ck, before);
+    cr_assert_eq(link(ck, in_dir("hard.safetensors")), 0);
+    cr_assert_eq(symlink("run/best.safetensors", in_dir("soft.safetensors")), 0);
+    expect_clash(TT_ARGS("sample", "--checkpoint", ck, "--out", ck, "--tokens", "5"),
+                 "output --out", "is the same file as input --checkpoint", NULL);
+    expect_clash(TT_ARGS("sample", "--checkpoint", "soft.safetensors", "--out",
+                         "hard.safetensors", "--tokens", "5"),
+                 "is the same file as input --checkpoint soft.safetensors", NULL, NULL);
+    expect_clash(TT_ARGS("sample", "--checkpoint", "run/best.safetensors", "--out",
+                         "soft.safetensors", "--tokens", "5"),
+                 "is the same file as input --checkpoint", NULL, NULL);
+    assert_same_bytes(ck, before);
+    cr_assert_eq(count_temps(dir), 0);
 }
 
 /* `> /dev/full`: the command's stdout never arrives, so it must not exit 0. */

@@ -89,6 +89,13 @@ static char *resolved_name(const char *path)
     return res;
 }
 
+/* An existing file's identity. */
+static void from_stat(const struct stat *sb, file_id *id)
+{
+    id->kind = S_ISREG(sb->st_mode) || S_ISDIR(sb->st_mode) ? ID_FILE : ID_SPECIAL;
+    id->dev = sb->st_dev, id->ino = sb->st_ino;
+}
+
 /* What path names; 0, or -1 out of memory. */
 static int identify(const char *path, file_id *id)
 {
@@ -98,12 +105,13 @@ static int identify(const char *path, file_id *id)
     if (!strcmp(path, "-")) {
         id->kind = ID_STDIO;
     } else if (stat(path, &sb) == 0) {
-        id->kind = S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode) ? ID_FILE : ID_SPECIAL;
-        id->dev = sb.st_dev, id->ino = sb.st_ino;
+        from_stat(&sb, id);
     } else {
         /* absent, or a dangling symlink: the writer's rename puts a file at that name */
         id->kind = ID_NEW;
         if (!(id->name = resolved_name(path)) && !(id->name = strdup(path))) return -1;
+        /* "D/new/../x" is the file D/x once the writer has made D/new */
+        if (id->name[0] == '/' && stat(id->name, &sb) == 0) from_stat(&sb, id);
     }
     return 0;
 }
