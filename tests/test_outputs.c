@@ -9,7 +9,8 @@
  * Issue 31: a file that does not exist yet is one file however it is spelt
  * ("./../DIR/x", a symlinked or a not yet made directory); the run files
  * train writes unnamed (loss.svg, model.dot, ...) are checked against its
- * data and text, and sample's --out against its --checkpoint.
+ * data and text (also by their temporary files' names), and sample's --out
+ * against its --checkpoint.
  *
  * Every test works in its own fresh directory (tt_tmpdir). Where a test also uses the
  * system's /dev/null or /dev/stdout, it first checks a private stand-in (a
@@ -714,6 +715,13 @@ Test(outputs, train_run_files_are_checked_against_the_data)
     expect_clash(TT_ARGS("train", "--data", "data.csv", TINY_TRAIN, "--out-dir", "E"),
                  "is the same file as input --data data.csv", NULL, in_dir("E/model.dot"));
     assert_same_bytes(in_dir("data.csv"), fx);
+    /* named as a run file's temporary file, which the run removes as left over */
+    cr_assert_eq(rename(data, in_dir("D/loss.svg.tmp.99999999")), 0);
+    expect_clash(TT_ARGS("train", "--data", "D/loss.svg.tmp.99999999", TINY_TRAIN, "--out-dir",
+                         "D"),
+                 "input --data D/loss.svg.tmp.99999999 has the name of a temporary file of "
+                 "output", NULL, in_dir("D/loss.svg"));
+    cr_assert_eq(rename(in_dir("D/loss.svg.tmp.99999999"), data), 0);
     /* model.dot, which --overwrite would also remove */
     cr_assert_eq(rename(data, in_dir("D/model.dot")), 0);
     expect_clash(TT_ARGS("train", "--data", "D/model.dot", TINY_TRAIN, "--out-dir", "D",

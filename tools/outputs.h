@@ -22,6 +22,9 @@ typedef struct tg_cli_file {
  *    (its longest existing ancestor through realpath, then the missing
  *    components as mkdir -p would make them) and the same name, so
  *    "x.npy", "./../d/x.npy" and a symlinked directory's "l/x.npy" are one.
+ * Also refused: an input whose name is that of an output's temporary file
+ * (OUT.tmp.PID beside the file OUT is written to), which the writer creates
+ * and a later run removes as left over.
  * Outputs that exist and are not regular files (/dev/null, a FIFO) may repeat
  * and are not compared with the inputs, nor are inputs that are "-" or not
  * regular files. Returns 0 when all is well. */
