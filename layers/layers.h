@@ -13,6 +13,7 @@
 #include "seg_merging.h"
 #include "crossformer.h"
 #include "linear_forecast.h"
+#include "dlinear.h"
 #include "gpt.h"
 
 #endif

@@ -230,6 +230,7 @@ Test(schema, layer_defaults_come_from_the_key_tables)
         seen++;
     }
     seen++;   /* linear_forecast: no tg_X_defaults(); its table is its only default */
+    seen++;   /* dlinear: likewise (TSL run.py: seq_len 96, pred_len 96, moving_avg 25) */
     {   /* make_case.py gpt's defaults: a toy GPTConfig (nanoGPT's own is GPT-2's) */
         tg_gpt_config c = tg_gpt_defaults();
         cr_assert(c.bias && c.dropout == 0 && c.n_layer == 2 && c.vocab_size == 11);

@@ -52,6 +52,8 @@ static const model_defaults data_defaults_table[] = {
       "factor=3", "d_ff=128", "dropout=0.2", NULL},
      10, 1e-3},
     {"linear_forecast", {"seq_len=96", "pred_len=24", NULL}, 10, 1e-3},
+    /* TSL's run.py defaults (its DLinear scripts set only the horizon) */
+    {"dlinear", {"seq_len=96", "pred_len=96", "moving_avg=25", NULL}, 10, 1e-4},
 };
 
 /* The built-in job's --set defaults under the user's: cfg is replaced by
