@@ -15,6 +15,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "st_bytes.h"
 #include "testutil.h"
 
 static void setup(void) { tt_deadline(60); }
@@ -276,4 +278,21 @@ Test(train_text, sigint_names_the_checkpoint_and_the_resume_command)
     char *m = tt_slurp(csv, NULL);
     cr_assert_not_null(strstr(m, want), "no row %s in %s", want + 1, m);
     free(m);
+}
+
+/* A checkpoint whose weights hold a NaN or an Inf (a diverged run) is
+ * refused naming the tensor: its samples would be one character repeated. */
+Test(train_text, sample_refuses_non_finite_weights)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "2",
+                                 "--eval-interval", "2", "--out-dir", o), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *ck = tt_path("run/checkpoint.safetensors");
+    tt_st_rewrite(ck, "transformer.h.0.mlp.c_fc.weight", NAN, NULL, NULL);
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "5"),
+                        "'transformer.h.0.mlp.c_fc.weight'", "nan");
+    tt_st_rewrite(ck, "transformer.wte.weight", -INFINITY, NULL, NULL);
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "5"),
+                        "'transformer.wte.weight'", "-inf");
 }
