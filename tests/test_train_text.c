@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -295,4 +296,39 @@ Test(train_text, sample_refuses_non_finite_weights)
     tt_st_rewrite(ck, "transformer.wte.weight", -INFINITY, NULL, NULL);
     tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "5"),
                         "'transformer.wte.weight'", "-inf");
+}
+
+/* The counters a resumed run takes from the metadata: best_val no loss,
+ * epoch or step beyond the run's own --max-steps (INT64_MAX among them):
+ * each refused naming the key and the value. */
+Test(train_text, resume_refuses_impossible_counters_by_name)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "4",
+                                 "--eval-interval", "2", "--out-dir", o), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *ck = tt_path("run/checkpoint.safetensors");
+    cr_assert_eq(mkdir(tt_path("b"), 0777), 0);
+    const char *bad = tt_path("b/checkpoint.safetensors");
+    static const char *const cases[][3] = {
+        {"best_val", "nan", "'best_val' is 'nan'"},
+        {"best_val", "-inf", "'best_val' is '-inf'"},
+        {"epoch", "9223372036854775807", "'epoch' is '9223372036854775807'"},
+        {"epoch", "3", "'epoch' is '3', beyond the run's 2 epochs"},
+        {"step", "9223372036854775807", "'step' is '9223372036854775807'"},
+        {"step", "5", "'step' is '5', beyond the 4 steps"},
+        {"step", "-1", "'step' is '-1'"},
+        {"best_epoch", "9", "'best_epoch' is '9'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n;
+        char *bytes = tt_slurp(ck, &n);
+        tt_st_write_bytes(bad, bytes, n);
+        free(bytes);
+        tt_st_rewrite(bad, NULL, 0, cases[i][0], cases[i][1]);
+        tt_expect_cli_error(TT_ARGS("train", "--resume", bad, "--max-steps", "8"), cases[i][2],
+                            bad);
+    }
+    rc = tt_run_tool(TT_ARGS("train", "--resume", ck, "--max-steps", "6"), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
 }

@@ -39,6 +39,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "resume_check.h"
 #include "run_dir.h"
 #include "text.h"
 #include "train_loop.h"
@@ -299,6 +300,9 @@ static int get_settings(text_job *j)
         tg_checkpoint_meta_int(ck, "eval_iters", 1, 1 << 30, &s->eval_iters) ||
         tg_checkpoint_meta_int(ck, "max_steps", 1, INT64_MAX / 2, &s->max_steps))
         return tg_cli_fail(CMD, "--resume %s", tg_last_error());
+    /* the run's counters within its own max_steps (an epoch: an eval interval) */
+    int64_t epochs = (s->max_steps + s->eval_interval - 1) / s->eval_interval;
+    if (tg_resume_check_counters(CMD, ck, epochs, s->max_steps)) return 2;
     if (s->set_max_steps) s->max_steps = max_steps;
     char *dir = tg_tl_dirname(s->resume);
     if (!dir) return tg_cli_fail(CMD, "out of memory");
