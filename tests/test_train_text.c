@@ -27,6 +27,7 @@
 
 #include "st_bytes.h"
 #include "testutil.h"
+#include "checkpoint.h"
 
 static void setup(void) { tt_deadline(60); }
 TestSuite(train_text, .init = setup);
@@ -331,4 +332,51 @@ Test(train_text, resume_refuses_impossible_counters_by_name)
     }
     rc = tt_run_tool(TT_ARGS("train", "--resume", ck, "--max-steps", "6"), err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
+}
+
+/* Step 0's evaluation counts as the best so far (nanoGPT's best_val_loss):
+ * a run that only gets worse reports step 0 as its best, and best.safetensors
+ * holds that model (step 0, its val loss); a validation loss 1000 times that
+ * of guessing uniformly stops the run (exit 1) naming it, and the files left
+ * are step 0's, not the diverged model. */
+Test(train_text, step_0_counts_as_best_and_an_absurd_loss_stops)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool_out(TT_ARGS("train", "--text", txt, TINY, "--lr", "10", "--max-steps",
+                                     "8", "--eval-interval", "4", "--out-dir", o),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    double v0 = 0;
+    const char *s0 = strstr(out, "step 0: train loss ");
+    cr_assert_not_null(s0, "%s", out);
+    cr_assert_eq(sscanf(strstr(s0, "val loss ") + 9, "%lf", &v0), 1);
+    char line[128];
+    snprintf(line, sizeof line, "best val loss %.4f at step 0,", v0);
+    cr_assert_not_null(strstr(out, line), "'%s' not in: %s", line, out);
+    tg_checkpoint ck;
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run/best.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    cr_assert_float_eq(ck.best_val, v0, 1e-4);
+    tg_checkpoint_clear(&ck);
+
+    const char *o2 = tt_path("run2");
+    rc = tt_run_tool_out(TT_ARGS("train", "--text", txt, TINY, "--lr", "100", "--max-steps", "8",
+                                 "--eval-interval", "4", "--out-dir", o2),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_assert_not_null(strstr(err, "stopped at step 4: the validation loss"), "%s", err);
+    cr_assert_not_null(strstr(err, "is absurd"), "%s", err);
+    cr_assert_null(strstr(out, "best val loss"), "%s", out);
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run2/best.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    tg_checkpoint_clear(&ck);
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run2/checkpoint.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    tg_checkpoint_clear(&ck);
 }
