@@ -2,6 +2,7 @@
  * st_bytes.c - see st_bytes.h.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "testutil.h"
 #include "st_bytes.h"
@@ -17,4 +18,32 @@ void tt_st_write_bytes(const char *path, const void *b, size_t len)
     cr_assert_not_null(f);
     if (len) cr_assert_eq(fwrite(b, 1, len, f), len);
     fclose(f);
+}
+
+void tt_st_rewrite(const char *path, const char *tensor, double v, const char *key,
+                   const char *value)
+{
+    tg_st_file *f = NULL;
+    cr_assert_eq(tg_st_load(path, &f), TG_OK, "%s", tg_last_error());
+    int n = tg_st_count(f), m = tg_st_meta_count(f);
+    const char *names[512], *keys[256], *values[256];
+    tg_tensor *ts[512];
+    cr_assert(n <= 512 && m < 256, "%s: too many tensors or metadata entries", path);
+    bool found = !tensor;
+    for (int i = 0; i < n; i++) {
+        names[i] = tg_st_name(f, i);
+        cr_assert_not_null(ts[i] = tg_tensor_clone(tg_st_tensor(f, i)));
+        if (tensor && !strcmp(names[i], tensor)) tg_tensor_set(ts[i], 0, v), found = true;
+    }
+    cr_assert(found, "%s: no tensor '%s'", path, tensor);
+    bool put = !key;
+    for (int i = 0; i < m; i++) {
+        keys[i] = tg_st_meta_key(f, i), values[i] = tg_st_meta_value(f, i);
+        if (key && !strcmp(keys[i], key)) values[i] = value, put = true;
+    }
+    if (!put) keys[m] = key, values[m++] = value;
+    cr_assert_eq(tg_st_save(path, n, names, (const tg_tensor *const *)ts, m, keys, values), TG_OK,
+                 "%s", tg_last_error());
+    for (int i = 0; i < n; i++) tg_tensor_free(ts[i]);
+    tg_st_free(f);
 }

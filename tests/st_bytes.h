@@ -12,5 +12,10 @@
 void tt_st_path(char *buf, size_t n, const char *tag);
 /* Write len bytes of b to path (replacing it); fails the test if it cannot. */
 void tt_st_write_bytes(const char *path, const void *b, size_t len);
+/* Rewrite the safetensors file at path in place: element 0 of `tensor` set to
+ * v (tensor NULL: none), and metadata `key` set to value (added when absent;
+ * key NULL: none); everything else as it was. Fails the test if it cannot. */
+void tt_st_rewrite(const char *path, const char *tensor, double v, const char *key,
+                   const char *value);
 
 #endif

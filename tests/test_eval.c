@@ -448,3 +448,20 @@ Test(eval, progress_lines_over_the_windows)
     cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ckpt, "--progress-every", "-1")), 2);
     cr_assert(strstr(err_text, "--progress-every"), "%s", err_text);
 }
+
+/* eval without --data reads the run's CSV by its stored path: when those
+ * bytes are no longer the ones the checkpoint recorded (size, hash), it is
+ * refused naming the file, as train --resume refuses; --data takes them. */
+Test(eval, replaced_run_data_is_refused)
+{
+    const char *ck = train_tiny(false), *csv = tt_path("data.csv");
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck)), 0, "%s", err_text);
+    FILE *f = fopen(csv, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "date,a,b,OT\n");
+    for (int i = 0; i < 120; i++)
+        fprintf(f, "2020-01-%02d %02d:00:00,%d,%d,%d\n", 1 + i / 24, i % 24, i % 7, i % 5, i % 3);
+    fclose(f);
+    tt_expect_cli_error(TT_ARGS("eval", "--checkpoint", ck), "the run's data changed", csv);
+    cr_assert_eq(eval(TT_ARGS("eval", "--checkpoint", ck, "--data", csv)), 0, "%s", err_text);
+}

@@ -30,6 +30,7 @@
 
 #include "testutil.h"
 #include "checkpoint.h"
+#include "st_bytes.h"
 
 static char dir[PATH_MAX];
 
@@ -573,4 +574,41 @@ Test(train_safety, a_long_list_value_reaches_the_layer_whole)
     expect_refusal(TT_ARGS("train", "--set", item, "--out", out),
                    (const char *const[]){"unknown key 'tags'", NULL});
     cr_assert_null(strstr(err_text, "unterminated"), "%s", err_text);
+}
+
+/* The counters a resumed run takes from the metadata: a best_val that is no
+ * loss (NaN, -inf, negative), an epoch or a step beyond what the run's
+ * settings allow (INT64_MAX among them), a best epoch after the last one:
+ * each refused naming the key and the value, before anything is trained. */
+Test(train_safety, resume_refuses_impossible_counters_by_name)
+{
+    char out[PATH_MAX], ck[PATH_MAX], bad[PATH_MAX];
+    at(out, sizeof out, "m");
+    at(ck, sizeof ck, "m/checkpoint.safetensors");
+    at(bad, sizeof bad, "b");
+    cr_assert_eq(mkdir(bad, 0777), 0);
+    at(bad, sizeof bad, "b/checkpoint.safetensors");
+    cr_assert_eq(tool(TT_ARGS("train", SMALL, "--epochs", "2", "--batch-size", "100", "--out",
+                              out)), 0, "%s", err_text);
+    static const char *const cases[][3] = {
+        {"best_val", "nan", "'best_val' is 'nan'"},
+        {"best_val", "-inf", "'best_val' is '-inf'"},
+        {"best_val", "-0.5", "'best_val' is '-0.5'"},
+        {"epoch", "9223372036854775807", "'epoch' is '9223372036854775807'"},
+        {"epoch", "3", "'epoch' is '3', beyond the run's 2 epochs"},
+        {"epoch", "-1", "'epoch' is '-1'"},
+        {"step", "9223372036854775807", "'step' is '9223372036854775807'"},
+        {"step", "-3", "'step' is '-3'"},
+        {"best_epoch", "9223372036854775807", "'best_epoch' is '9223372036854775807'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1 << 16];
+        size_t n = slurp(ck, text, sizeof text);
+        tt_st_write_bytes(bad, text, n);
+        tt_st_rewrite(bad, NULL, 0, cases[i][0], cases[i][1]);
+        expect_refusal(TT_ARGS("train", "--resume", bad, "--epochs", "4"),
+                       (const char *const[]){cases[i][2], bad, NULL});
+    }
+    /* the file as it was resumes */
+    cr_assert_eq(tool(TT_ARGS("train", "--resume", ck, "--epochs", "3")), 0, "%s", err_text);
 }

@@ -15,15 +15,19 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "st_bytes.h"
 #include "testutil.h"
+#include "checkpoint.h"
 
 static void setup(void) { tt_deadline(60); }
 TestSuite(train_text, .init = setup);
@@ -276,4 +280,103 @@ Test(train_text, sigint_names_the_checkpoint_and_the_resume_command)
     char *m = tt_slurp(csv, NULL);
     cr_assert_not_null(strstr(m, want), "no row %s in %s", want + 1, m);
     free(m);
+}
+
+/* A checkpoint whose weights hold a NaN or an Inf (a diverged run) is
+ * refused naming the tensor: its samples would be one character repeated. */
+Test(train_text, sample_refuses_non_finite_weights)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "2",
+                                 "--eval-interval", "2", "--out-dir", o), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *ck = tt_path("run/checkpoint.safetensors");
+    tt_st_rewrite(ck, "transformer.h.0.mlp.c_fc.weight", NAN, NULL, NULL);
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "5"),
+                        "'transformer.h.0.mlp.c_fc.weight'", "nan");
+    tt_st_rewrite(ck, "transformer.wte.weight", -INFINITY, NULL, NULL);
+    tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", ck, "--tokens", "5"),
+                        "'transformer.wte.weight'", "-inf");
+}
+
+/* The counters a resumed run takes from the metadata: best_val no loss,
+ * epoch or step beyond the run's own --max-steps (INT64_MAX among them):
+ * each refused naming the key and the value. */
+Test(train_text, resume_refuses_impossible_counters_by_name)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool(TT_ARGS("train", "--text", txt, TINY, "--max-steps", "4",
+                                 "--eval-interval", "2", "--out-dir", o), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *ck = tt_path("run/checkpoint.safetensors");
+    cr_assert_eq(mkdir(tt_path("b"), 0777), 0);
+    const char *bad = tt_path("b/checkpoint.safetensors");
+    static const char *const cases[][3] = {
+        {"best_val", "nan", "'best_val' is 'nan'"},
+        {"best_val", "-inf", "'best_val' is '-inf'"},
+        {"epoch", "9223372036854775807", "'epoch' is '9223372036854775807'"},
+        {"epoch", "3", "'epoch' is '3', beyond the run's 2 epochs"},
+        {"step", "9223372036854775807", "'step' is '9223372036854775807'"},
+        {"step", "5", "'step' is '5', beyond the 4 steps"},
+        {"step", "-1", "'step' is '-1'"},
+        {"best_epoch", "9", "'best_epoch' is '9'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n;
+        char *bytes = tt_slurp(ck, &n);
+        tt_st_write_bytes(bad, bytes, n);
+        free(bytes);
+        tt_st_rewrite(bad, NULL, 0, cases[i][0], cases[i][1]);
+        tt_expect_cli_error(TT_ARGS("train", "--resume", bad, "--max-steps", "8"), cases[i][2],
+                            bad);
+    }
+    rc = tt_run_tool(TT_ARGS("train", "--resume", ck, "--max-steps", "6"), err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+}
+
+/* Step 0's evaluation counts as the best so far (nanoGPT's best_val_loss):
+ * a run that only gets worse reports step 0 as its best, and best.safetensors
+ * holds that model (step 0, its val loss); a validation loss 1000 times that
+ * of guessing uniformly stops the run (exit 1) naming it, and the files left
+ * are step 0's, not the diverged model. */
+Test(train_text, step_0_counts_as_best_and_an_absurd_loss_stops)
+{
+    const char *txt = write_text("in.txt", 600), *o = tt_path("run");
+    int rc = tt_run_tool_out(TT_ARGS("train", "--text", txt, TINY, "--lr", "10", "--max-steps",
+                                     "8", "--eval-interval", "4", "--out-dir", o),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    double v0 = 0;
+    const char *s0 = strstr(out, "step 0: train loss ");
+    cr_assert_not_null(s0, "%s", out);
+    cr_assert_eq(sscanf(strstr(s0, "val loss ") + 9, "%lf", &v0), 1);
+    char line[128];
+    snprintf(line, sizeof line, "best val loss %.4f at step 0,", v0);
+    cr_assert_not_null(strstr(out, line), "'%s' not in: %s", line, out);
+    tg_checkpoint ck;
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run/best.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    cr_assert_float_eq(ck.best_val, v0, 1e-4);
+    tg_checkpoint_clear(&ck);
+
+    const char *o2 = tt_path("run2");
+    rc = tt_run_tool_out(TT_ARGS("train", "--text", txt, TINY, "--lr", "100", "--max-steps", "8",
+                                 "--eval-interval", "4", "--out-dir", o2),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_assert_not_null(strstr(err, "stopped at step 4: the validation loss"), "%s", err);
+    cr_assert_not_null(strstr(err, "is absurd"), "%s", err);
+    cr_assert_null(strstr(out, "best val loss"), "%s", out);
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run2/best.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    tg_checkpoint_clear(&ck);
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(tt_path("run2/checkpoint.safetensors"), &ck), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert_eq(ck.step, 0);
+    tg_checkpoint_clear(&ck);
 }

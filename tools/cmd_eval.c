@@ -154,6 +154,33 @@ static int parse_args(eval_run *E, int argc, char **argv)
     return truth_beside(E);
 }
 
+/* Without --data: the run's data file still holds the bytes the checkpoint
+ * recorded (its size and hash), as a resume checks; false after printing
+ * what differs. */
+static bool same_run_data(const eval_run *E)
+{
+    const tg_checkpoint *ck = &E->ck;
+    const char *osize = tg_checkpoint_meta(ck, "data.size");
+    const char *ohash = tg_checkpoint_meta(ck, "data.fnv1a64");
+    if (E->data || !strcmp(E->cdata, TG_BUILTIN_DATA) || !osize || !ohash) return true;
+    tg_file_id id = {0};
+    if (tg_file_id_of(E->cdata, &id)) {
+        tg_cli_fail(CMD, "the run's data (stored in %s): %s", E->ckpt, tg_last_error());
+        return false;
+    }
+    char nsize[32], nhash[32];
+    snprintf(nsize, sizeof nsize, "%llu", (unsigned long long)id.size);
+    snprintf(nhash, sizeof nhash, "%016llx", (unsigned long long)id.hash);
+    bool same = !id.regular || (!strcmp(osize, nsize) && !strcmp(ohash, nhash));
+    tg_file_id_clear(&id);
+    if (!same)
+        tg_cli_fail(CMD, "the run's data changed since %s was written (now %s, %s bytes, fnv1a64 "
+                    "%s; then %s bytes, fnv1a64 %s): the run's scaler and metrics belong to the "
+                    "old bytes; to evaluate on the new bytes anyway give --data %s", E->ckpt,
+                    E->cdata, nsize, nhash, osize, ohash, E->cdata);
+    return same;
+}
+
 /* The checkpoint read and its metadata checked (a run of tgraph train whose
  * data can still be read); false after printing why not. */
 static bool read_checkpoint(eval_run *E)
@@ -198,7 +225,8 @@ static bool read_checkpoint(eval_run *E)
     }
     /* the data is the checkpoint's unless --data says otherwise */
     const tg_cli_file cdata_file = {"(the checkpoint's data)", data ? NULL : cdata};
-    if (tg_cli_check_outputs(CMD, &cdata_file, 1, out_file, n_out)) return false;
+    if (tg_cli_check_outputs(CMD, &cdata_file, 1, out_file, n_out) || !same_run_data(E))
+        return false;
     if (!E->set_split && tg_split_parse(E->csplit, &E->split)) {
         tg_cli_fail(CMD, "--checkpoint %s: %s", ckpt, tg_last_error());
         return false;

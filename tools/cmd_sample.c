@@ -96,6 +96,23 @@ static int parse_args(sample_run *r, int argc, char **argv)
     return 0;
 }
 
+/* Every weight restored is finite: a diverged run's NaN or Inf would make
+ * every draw the same character. 0, or 2 naming the first tensor that is not. */
+static int check_finite(const sample_run *r)
+{
+    for (int i = 0; i < tg_params_count(r->ps); i++) {
+        const tg_param *p = tg_params_at(r->ps, i);
+        for (int64_t k = 0; k < p->value.numel; k++) {
+            double v = tg_tensor_get(&p->value, k);
+            if (!isfinite(v))
+                return tg_cli_fail(CMD, "--checkpoint %s: tensor '%s' holds %g at element %lld "
+                                   "(a diverged run?): its samples would mean nothing", r->ckpt,
+                                   p->name, v, (long long)k);
+        }
+    }
+    return 0;
+}
+
 /* The checkpoint's model with B = 1 and T = block_size, its weights, the
  * vocabulary, and the decode graph. */
 static int load_model(sample_run *r)
@@ -122,6 +139,7 @@ static int load_model(sample_run *r)
         return tg_cli_fail(CMD, "--checkpoint %s: model %s: %s", r->ckpt, model, tg_last_error());
     if (tg_checkpoint_restore_params(&r->ck, r->ps))
         return tg_cli_fail(CMD, "--checkpoint %s", tg_last_error());
+    if (check_finite(r)) return 2;
     if (!(r->g = tg_graph_new(TG_F32))) return tg_cli_fail(CMD, "%s", tg_last_error());
     tg_graph_set_grad_enabled(r->g, false);
     r->idx = tg_input(r->g, "idx", TG_I64, 2, (int64_t[]){1, r->T});

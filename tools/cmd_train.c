@@ -30,6 +30,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "resume_check.h"
 #include "run_dir.h"
 #include "train_job.h"
 #include "train_loop.h"
@@ -262,6 +263,7 @@ static int setup_trainer(job *j)
                                           j->td.scaler->std)))
         return tg_cli_fail(CMD, "%s", tg_last_error());
     if (s->resume) {
+        if (tg_resume_check_series(CMD, &j->resume_ck, steps)) return 2;
         if (tg_trainer_resume(t, &j->resume_ck))
             return tg_cli_fail(CMD, "--resume %s", tg_last_error());
         if (tg_train_settings_check_data(s, &j->resume_ck, t, &j->data_id)) return 2;

@@ -14,8 +14,11 @@
  *     over eval_iters random batches of each split with dropout off, printed
  *     "step N: train loss A, val loss B" and a row of metrics.csv (step,
  *     train_loss, val_loss, lr); best.safetensors when the validation loss
- *     is the best so far; checkpoint.safetensors after each evaluation (and
- *     at --max-steps) resumes exactly; loss.svg draws the two curves.
+ *     is the best so far, step 0's included (the initial weights, until an
+ *     evaluation beats them); an absurd validation loss (1000 times that of
+ *     guessing uniformly) or a non-finite one stops the run (exit 1);
+ *     checkpoint.safetensors after each evaluation (and at --max-steps)
+ *     resumes exactly; loss.svg draws the two curves.
  *
  * An "epoch" of the trainer is one eval interval. The evaluation batches
  * come from an RNG seeded by (seed, step), so they neither disturb the
@@ -39,6 +42,7 @@
 #include "args.h"
 #include "cli.h"
 #include "layer_cli.h"
+#include "resume_check.h"
 #include "run_dir.h"
 #include "text.h"
 #include "train_loop.h"
@@ -299,6 +303,9 @@ static int get_settings(text_job *j)
         tg_checkpoint_meta_int(ck, "eval_iters", 1, 1 << 30, &s->eval_iters) ||
         tg_checkpoint_meta_int(ck, "max_steps", 1, INT64_MAX / 2, &s->max_steps))
         return tg_cli_fail(CMD, "--resume %s", tg_last_error());
+    /* the run's counters within its own max_steps (an epoch: an eval interval) */
+    int64_t epochs = (s->max_steps + s->eval_interval - 1) / s->eval_interval;
+    if (tg_resume_check_counters(CMD, ck, epochs, s->max_steps)) return 2;
     if (s->set_max_steps) s->max_steps = max_steps;
     char *dir = tg_tl_dirname(s->resume);
     if (!dir) return tg_cli_fail(CMD, "out of memory");
@@ -463,6 +470,17 @@ static tg_status evaluate(text_job *j, int64_t step, double lr, double *val)
         fprintf(stderr, "tgraph train: evaluation at step %lld: %s\n", (long long)step,
                 tg_last_error());
         return st;
+    }
+    /* a thousand times the loss of guessing uniformly: the run diverged (or
+     * the model is broken); stop instead of reporting it as a result */
+    double uniform = log((double)j->V), absurd = 1e3 * (uniform > 1 ? uniform : 1);
+    if (!(*val <= absurd)) {
+        fprintf(stderr, "tgraph train: stopped at step %lld: the validation loss %.4g is absurd "
+                "(nats per character, where guessing uniformly among the %lld characters scores "
+                "%.4g): the run diverged; try a smaller --lr\n", (long long)step, *val,
+                (long long)j->V, uniform);
+        return tg_set_error(TG_ERR_NUMERIC, "validation loss %g at step %lld", *val,
+                            (long long)step);
     }
     printf("step %lld: train loss %.4f, val loss %.4f\n", (long long)step, train, *val);
     fflush(stdout);
@@ -640,16 +658,34 @@ static int report_interrupt(const text_job *j)
     return 128 + sig;
 }
 
+/* Step 0, before any update: evaluated, and the best so far (as nanoGPT's
+ * best_val_loss takes it), so a later evaluation is best only when it beats
+ * the initial weights. Like every evaluation it is followed by the
+ * checkpoints: best.safetensors holds the initial weights until an
+ * evaluation beats them (the best reported and the weights in
+ * best.safetensors are always one model), and checkpoint.safetensors
+ * resumes from step 0; then the run files, as after any evaluation. */
+static int first_evaluation(text_job *j)
+{
+    tg_trainer *t = &j->tr;
+    double val;
+    if (evaluate(j, 0, tg_lr_warmup_cosine(t->lr, t->min_lr, 0, t->warmup, t->decay_steps), &val))
+        return 1;
+    t->state.best_val = val;
+    if (tg_checkpoint_save(j->rf.best, j->ps, j->opt, &t->state) ||
+        tg_checkpoint_save(j->rf.ckpt, j->ps, j->opt, &t->state))
+        return tg_cli_fail(CMD, "saving a checkpoint: %s", tg_last_error());
+    tg_trainer_progress p = {.event = TG_TRAINER_EVENT_EPOCH};
+    return on_progress(j, &p) ? 1 : 0;
+}
+
 /* The steps, through the library's trainer. 0, or the exit status. */
 static int train(text_job *j)
 {
     tg_trainer *t = &j->tr;
-    double val;
     j->t_start = j->t_line = tg_tl_now();
     j->steps_at_start = t->state.step;
-    if (t->state.step == 0 && !j->s.resume &&
-        evaluate(j, 0, tg_lr_warmup_cosine(t->lr, t->min_lr, 0, t->warmup, t->decay_steps), &val))
-        return 1;
+    if (t->state.step == 0 && !j->s.resume && first_evaluation(j)) return 1;
     if (!tg_trainer_run(t)) return t->end == TG_TRAINER_STOPPED ? report_interrupt(j) : 0;
     if (t->phase == TG_TRAINER_PHASE_STEP)
         fprintf(stderr, "tgraph train: stopped at step %lld: %s\n", (long long)t->state.step + 1,
@@ -667,7 +703,7 @@ static void report(const text_job *j)
     if (j->tr.end == TG_TRAINER_MAX_STEPS && j->tr.resume_k > 0)
         printf("max steps: stopped after step %lld (between evaluations); checkpoint %s\n",
                (long long)st->step, j->rf.ckpt);
-    if (st->best_epoch > 0)
+    if (isfinite(st->best_val))   /* best_epoch 0: step 0, the initial weights */
         printf("best val loss %.4f at step %lld, weights in %s\n", st->best_val,
                (long long)(st->best_epoch * j->s.eval_interval), j->rf.best);
     printf("trained %lld steps in %.1fs (%.1f ms/step)\n", (long long)steps, secs,
