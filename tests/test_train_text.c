@@ -161,7 +161,12 @@ Test(train_text, bad_text_and_options_are_named)
     const char *small = write_text("small.txt", 40);   /* 36 train, 4 validation */
     tt_expect_cli_error(TT_ARGS("train", "--text", small, "--set", "block_size=8", "--out-dir",
                                 tt_path("r2")),
-                        "validation split", "has 4 characters; one window of block_size 8 needs 9");
+                        "validation split", "block_size 8 is too large");
+    tt_expect_cli_error(TT_ARGS("train", "--text", small, "--set",
+                                "block_size=9223372036854775807", "--out-dir", tt_path("r3")),
+                        "block_size 9223372036854775807 is too large",
+                        "has 36 characters, and one window needs block_size + 1, so block_size "
+                        "can be at most 35");
     tt_expect_cli_error(TT_ARGS("train", "--text", small, "--epochs", "3"),
                         "--epochs does not apply to training on text", NULL);
     tt_expect_cli_error(TT_ARGS("train", "--min-lr", "1e-4"),
