@@ -179,7 +179,11 @@ static const char *dated_csv(const char *name, int rows, const char *(*dates)(in
     return p;
 }
 
-static const char *one_date(int i, char *buf) { (void)i; return strcpy(buf, "2016-07-01 00:00:00"); }
+static const char *one_date(int i, char *buf)
+{
+    (void)i;
+    return strcpy(buf, "2016-07-01 00:00:00");
+}
 
 static const char *us_date(int i, char *buf)
 {
