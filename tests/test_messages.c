@@ -142,10 +142,14 @@ Test(messages, a_report_line_naming_a_data_file_is_escaped)
     /* a data file whose name holds an ESC sequence: legal, but shown escaped */
     const char *data = write_csv(tt_path("d" EVIL ".csv")), *dir = tt_path("run");
     train_run(data, dir);
+    int rc = tt_run_tool_out(TT_ARGS("train", "--resume", tt_path("run/checkpoint.safetensors"),
+                                     "--epochs", "2"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_null(strchr(out, '\x1b'), "a raw ESC on stdout: %s", out);
+    cr_assert_not_null(strstr(out, "d" EVIL_SHOWN ".csv: 200 rows"), "%s", out);
     char best[512];
     snprintf(best, sizeof best, "%s/best.safetensors", dir);
-    int rc = tt_run_tool_out(TT_ARGS("eval", "--checkpoint", best), out, sizeof out, err,
-                             sizeof err);
+    rc = tt_run_tool_out(TT_ARGS("eval", "--checkpoint", best), out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_null(strchr(out, '\x1b'), "a raw ESC on stdout: %s", out);
     cr_assert_not_null(strstr(out, "d" EVIL_SHOWN ".csv"), "%s", out);
