@@ -19,6 +19,8 @@
 #ifndef TG_ERROR_H
 #define TG_ERROR_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
