@@ -96,7 +96,7 @@ bool tg_args_double(tg_args *a, double lo, double hi, double *out)
     return true;
 }
 
-enum { MSG_MAX = 2048, SHOWN_MAX = 4 * MSG_MAX + 4 };
+enum { MSG_MAX = 8192, SHOWN_MAX = 4 * MSG_MAX + 4 };   /* paths are up to PATH_MAX */
 
 /* msg[0..len) (len < MSG_MAX) as it may reach a terminal, into out[SHOWN_MAX]:
  * escaped (tg_str_escape) when it holds a control character or a byte
