@@ -19,6 +19,8 @@
 #ifndef TG_ERROR_H
 #define TG_ERROR_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -54,6 +56,14 @@ tg_status tg_set_error(tg_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* s made printable for a message, into buf[n] (NUL-terminated, cut with
+ * "..." when it does not fit); returns buf. Control characters (bytes below
+ * 0x20 such as ESC and CR, DEL, U+0080..U+009F), bytes that are not valid
+ * UTF-8 and backslashes are written \xNN (a backslash \\); other text, UTF-8
+ * included, is kept. For names and values read from files (tensor names,
+ * checkpoint metadata): a terminal never sees an escape sequence from them. */
+char *tg_str_escape(const char *s, char *buf, size_t n);
 
 /* Forget this thread's last error. */
 void tg_clear_error(void);

@@ -56,6 +56,13 @@ void       tg__params_retain(tg_params *ps);
 void       tg__params_release(tg_params *ps);
 tg_params *tg__param_owner(const tg_param *p);   /* the store p belongs to */
 
+/* Offset of the first byte of s[0..len) that is not valid UTF-8 (overlong
+ * forms, UTF-16 surrogates and code points above U+10FFFF are invalid), or len. */
+size_t tg__utf8_check(const void *s, size_t len);
+/* s[0..len) printable for a message (tg_str_escape), cut with "..." to fit
+ * buf[n]; returns buf. */
+char *tg__escape(const char *s, size_t len, char *buf, size_t n);
+
 /* ---- argument checks, first lines of public functions ----
  * A NULL pointer argument records "tg_fn: arg is NULL" (TG_ERR_INVALID) and
  * returns `ret`: TG_ERR_INVALID for status functions, NULL for pointers, NAN

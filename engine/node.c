@@ -43,7 +43,9 @@ static tg_node *node_create(tg_graph *g, tg_node_kind kind, const tg_op *op, int
     int64_t numel;
     char sh[160];
     if ((unsigned)dt >= TG_DTYPE_COUNT) return tg_graph_fail(g, "%s: unknown dtype", what);
-    if (rank < 0 || rank > TG_MAX_RANK)
+    if (rank < 0)
+        return tg_graph_fail(g, "%s: result rank %d is negative", what, rank);
+    if (rank > TG_MAX_RANK)
         return tg_graph_fail(g, "%s: result rank %d is above the maximum rank %d", what, rank,
                              TG_MAX_RANK);
     if (tg_shape_numel(rank, shape, &numel) != TG_OK)

@@ -49,6 +49,16 @@ static tg_status gpt_config_check(const tg_gpt_config *c)
     if (c->vocab_size < 1 || c->block_size < 1)
         return tg_set_error(TG_ERR_INVALID, "gpt: vocab_size and block_size must be >= 1, got "
                             "%lld and %lld", (long long)c->vocab_size, (long long)c->block_size);
+    /* wte [vocab_size, n_embd] and wpe [block_size, n_embd]: counts an int64 holds */
+    const int64_t most = INT64_MAX / c->n_embd;
+    if (c->vocab_size > most || c->block_size > most)
+        return tg_set_error(TG_ERR_LIMIT, "gpt: %s %lld is too large: %s [%s, n_embd=%lld] would "
+                            "have more elements than an int64 counts (at most %lld with this "
+                            "n_embd)", c->vocab_size > most ? "vocab_size" : "block_size",
+                            (long long)(c->vocab_size > most ? c->vocab_size : c->block_size),
+                            c->vocab_size > most ? "wte" : "wpe",
+                            c->vocab_size > most ? "vocab_size" : "block_size",
+                            (long long)c->n_embd, (long long)most);
     if (c->T > c->block_size)
         return tg_set_error(TG_ERR_INVALID, "gpt: T (%lld) exceeds block_size (%lld): Cannot "
                             "forward sequence of length %lld, block size is only %lld",

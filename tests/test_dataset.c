@@ -376,6 +376,28 @@ Test(dates, csv_date_column_and_frequency)
     cr_assert_null(d->time);
     cr_assert_eq(d->cols, 1);
     tg_dataset_free(d);
+    /* each dated row's file line, blank lines counted */
+    d = parse("date,x\n2020-01-30,1\n\n2020-01-31,2\n");
+    cr_assert_eq(d->line[0], 2);
+    cr_assert_eq(d->line[1], 4);
+    tg_dataset_free(d);
+}
+
+Test(dates, a_date_column_in_another_form_is_an_error_not_dropped)
+{
+    parse_fails("date,a\n07/01/2016 00:00,1\n07/01/2016 01:00,2\n",
+                "t.csv:2: column 1 ('date'): '07/01/2016 00:00' is not a date");
+    parse_fails("when,a\n2016/07/01,1\n2016/07/02,2\n",
+                "t.csv:2: column 1 ('when'): '2016/07/01' is not a date");
+    parse_fails("day,a\n1.7.2016,1\n2.7.2016,2\n",
+                "t.csv:2: column 1 ('day'): '1.7.2016' is not a date");
+    parse_fails("Timestamp,a\nmonday,1\ntuesday,2\n",
+                "t.csv:2: column 1 ('Timestamp'): 'monday' is not a date");
+    /* names and ids are still skipped */
+    tg_dataset *d = parse("name,b\nx1,2\nx2,4\n");
+    cr_assert_null(d->time);
+    cr_assert_eq(d->cols, 1);
+    tg_dataset_free(d);
 }
 
 Test(dates, bad_dates_are_named_by_line_and_value)

@@ -488,3 +488,12 @@ Test(profile, times_per_op_name)
     cr_assert_str_eq(t[1].op, "gelu");
     tg_graph_free(g);
 }
+
+Test(engine, negative_input_rank_is_named_negative)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    cr_assert_null(tg_input(g, "x", TG_F32, -1, (int64_t[]){3}));
+    tt_assert_graph_error(g, "rank -1 is negative");
+    cr_assert_null(strstr(tg_graph_error(g), "above the maximum"), "%s", tg_graph_error(g));
+    tg_graph_free(g);
+}

@@ -5,6 +5,7 @@
  * temporary file behind.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,4 +243,23 @@ Test(fileio, read_file_limits)
     tt_assert_last_error(tt_path("missing/f: cannot open"));
     free(b);
     remove_dir(dir);
+}
+
+/* A writer whose own message gives the cause (safetensors does: "write
+ * failed: No space left on device") gets the path added, not the cause a
+ * second time. */
+Test(fileio, a_full_device_is_named_once_with_the_path)
+{
+    if (access("/dev/full", W_OK) != 0) cr_skip_test("no writable /dev/full");
+    tg_tensor *t = tg_tensor_new(TG_F32, 1, (int64_t[]){100000});
+    cr_assert_not_null(t);
+    const tg_tensor *ts[1] = {t};
+    cr_assert_eq(tg_st_save("/dev/full", 1, (const char *const[]){"a"}, ts, 0, NULL, NULL),
+                 TG_ERR_IO);
+    const char *e = tg_last_error(), *cause = strerror(ENOSPC);
+    tt_assert_last_error("/dev/full");
+    const char *first = strstr(e, cause);
+    cr_assert_not_null(first, "%s", e);
+    cr_assert_null(strstr(first + strlen(cause), cause), "the cause twice: %s", e);
+    tg_tensor_free(t);
 }

@@ -308,8 +308,8 @@ Test(json, utf8_check_and_excerpt)
     cr_assert_eq(tg__utf8_check("\xed\x9f\xbf", 3), 3, "U+D7FF is fine");
     cr_assert_eq(tg__utf8_check("\xc3", 1), 0, "cut");
     char buf[16];
-    cr_assert_str_eq(tg__json_excerpt("a\nb\\", 4, buf, sizeof buf), "a\\x0ab\\\\");
-    cr_assert_str_eq(tg__json_excerpt("abcdefghijklmnopqrstuvwxyz", 26, buf, sizeof buf),
+    cr_assert_str_eq(tg__escape("a\nb\\", 4, buf, sizeof buf), "a\\x0ab\\\\");
+    cr_assert_str_eq(tg__escape("abcdefghijklmnopqrstuvwxyz", 26, buf, sizeof buf),
                      "abcdefghijk...");
     int line, col;
     tg__json_line_col("ab\ncd\nef", 8, 7, &line, &col);

@@ -164,6 +164,64 @@ Test(predict, errors)
     tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck), "missing --data", NULL);
 }
 
+/* A CSV of a date column and a, b, OT: row i's date is dates(i). */
+static const char *dated_csv(const char *name, int rows, const char *(*dates)(int, char *))
+{
+    const char *p = tt_path(name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "date,a,b,OT\n");
+    char buf[64];
+    for (int i = 0; i < rows; i++)
+        fprintf(f, "%s,%.4f,%.4f,%.4f\n", dates(i, buf), sin(i / 4.0), 3 + cos(i / 5.0),
+                10 + sin(i / 24.0));
+    fclose(f);
+    return p;
+}
+
+static const char *one_date(int i, char *buf)
+{
+    (void)i;
+    return strcpy(buf, "2016-07-01 00:00:00");
+}
+
+static const char *us_date(int i, char *buf)
+{
+    snprintf(buf, 64, "07/%02d/2016 %02d:00", 1 + i / 24, i % 24);
+    return buf;
+}
+
+/* hourly, but the last row goes back two hours */
+static const char *back_date(int i, char *buf)
+{
+    int h = i == 49 ? 47 : i;
+    return tg_date_format(1467331200 + 3600 * (int64_t)h, TG_DATE_YMD_HMS, buf, 64);
+}
+
+Test(predict, dates_that_do_not_increase_or_do_not_parse_are_refused_with_the_line)
+{
+    tt_deadline(60);
+    const char *ck = train_tiny("run", NULL, NULL);
+    /* every row at one time: every forecast row would get that date (the first
+     * row of the last seq_len = 24 is line 28, the first step checked line 29) */
+    const char *same = dated_csv("same.csv", 50, one_date);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", same),
+                        "same.csv:29: the date '2016-07-01 00:00:00' is not after the row "
+                        "before's ('2016-07-01 00:00:00', line 28)", "must strictly increase");
+    const char *back = dated_csv("back.csv", 50, back_date);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", back),
+                        "back.csv:51: the date '2016-07-02 23:00:00' is not after the row "
+                        "before's ('2016-07-03 00:00:00', line 50)", NULL);
+    /* a date column in a form not read: refused at its first line, not dropped */
+    const char *us = dated_csv("us.csv", 50, us_date);
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data", us),
+                        "us.csv:2: column 1 ('date'): '07/01/2016 00:00' is not a date", NULL);
+    /* an irregular step names its line too */
+    tt_expect_cli_error(TT_ARGS("predict", "--checkpoint", ck, "--data",
+                                hourly_csv("gap.csv", 100, 90)),
+                        "gap.csv:92: data row 91", NULL);
+}
+
 /* The forecast's header and row count for a run trained with features/target. */
 static void check_layout(const char *features, const char *target, const char *header)
 {

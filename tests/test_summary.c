@@ -386,3 +386,12 @@ Test(summary, every_layer_profiles)
         cr_assert(strstr(out, "legend [label=") && strstr(out, "\\nprofiled: "), "%s", name);
     }
 }
+
+Test(summary, a_gpt_size_too_large_is_named_with_its_bound)
+{
+    tt_expect_cli_error(TT_ARGS("summary", "gpt", "--set", "block_size=9223372036854775807"),
+                        "gpt: block_size 9223372036854775807 is too large",
+                        "(at most 576460752303423487 with this n_embd)");
+    tt_expect_cli_error(TT_ARGS("summary", "gpt", "--set", "vocab_size=9223372036854775807"),
+                        "gpt: vocab_size 9223372036854775807 is too large", NULL);
+}

@@ -116,10 +116,18 @@ Test(text, too_little_text_for_a_window_says_how_much)
     cr_assert_eq(tg_text_check_block(&t, 1), TG_OK);
     cr_assert_eq(tg_text_check_block(&t, 2), TG_ERR_INVALID);
     tt_assert_last_error("validation split");
-    tt_assert_last_error("has 2 characters; one window of block_size 2 needs 3");
+    tt_assert_last_error("block_size 2 is too large");
+    tt_assert_last_error("has 2 characters, and one window needs block_size + 1, so block_size "
+                         "can be at most 1");
     cr_assert_eq(tg_text_check_block(&t, 18), TG_ERR_INVALID);
     tt_assert_last_error("training split");
-    tt_assert_last_error("has 18 characters; one window of block_size 18 needs 19");
+    tt_assert_last_error("has 18 characters, and one window needs block_size + 1, so "
+                         "block_size can be at most 17");
+    /* INT64_MAX + 1 would wrap: the message says too large, never a negative number */
+    cr_assert_eq(tg_text_check_block(&t, INT64_MAX), TG_ERR_INVALID);
+    tt_assert_last_error("block_size 9223372036854775807 is too large");
+    tt_assert_last_error("can be at most 17");
+    cr_assert_null(strstr(tg_last_error(), "-9223372036854775808"), "%s", tg_last_error());
     tg_text_clear(&t);
 }
 

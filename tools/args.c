@@ -96,17 +96,52 @@ bool tg_args_double(tg_args *a, double lo, double hi, double *out)
     return true;
 }
 
+enum { MSG_MAX = 8192, SHOWN_MAX = 4 * MSG_MAX + 4 };   /* paths are up to PATH_MAX */
+
+/* msg[0..len) (len < MSG_MAX) as it may reach a terminal, into out[SHOWN_MAX]:
+ * escaped (tg_str_escape) when it holds a control character or a byte
+ * outside ASCII, else as it is. Returns out. */
+static const char *shown(const char *msg, size_t len, char *out)
+{
+    char one[MSG_MAX];
+    bool raw = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        raw |= c < 0x20 || c >= 0x7f;
+    }
+    snprintf(one, sizeof one, "%.*s", (int)len, msg);
+    if (!raw) return memcpy(out, one, strlen(one) + 1);
+    return tg_str_escape(one, out, SHOWN_MAX);
+}
+
 int tg_cli_fail(const char *cmd, const char *fmt, ...)
 {
-    char msg[2048];
+    char msg[MSG_MAX], out[SHOWN_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     for (char *p = msg; *p; p++)   /* one line, whatever the message held */
         if (*p == '\n') *p = ' ';
-    fprintf(stderr, "tgraph %s: %s\n", cmd, msg);
+    /* no escape sequence from a file's text reaches the terminal */
+    fprintf(stderr, "tgraph %s: %s\n", cmd, shown(msg, strlen(msg), out));
     return 2;
+}
+
+void tg_cli_print(FILE *f, const char *fmt, ...)
+{
+    char msg[MSG_MAX], out[SHOWN_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (const char *p = msg; *p;) {
+        size_t n = strcspn(p, "\n");
+        fputs(shown(p, n, out), f);
+        if (!p[n]) break;
+        fputc('\n', f);
+        p += n + 1;
+    }
 }
 
 int tg_cli_unknown(const tg_args *a, const char *arg)

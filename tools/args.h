@@ -57,8 +57,18 @@ bool tg_args_value(tg_args *a, const char **out);
 bool tg_args_int(tg_args *a, int64_t lo, int64_t hi, int64_t *out);
 bool tg_args_double(tg_args *a, double lo, double hi, double *out);
 
-/* Print "tgraph CMD: message" (one line) to stderr and return 2. */
+/* Print "tgraph CMD: message" (one line) to stderr and return 2. Text from
+ * files in the message (checkpoint metadata, CSV cells) reaches the terminal
+ * escaped: control characters and bytes that are not UTF-8 as \xNN
+ * (tg_str_escape). */
 int tg_cli_fail(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* fprintf for report lines that show such text: each line escaped the same
+ * way, the newlines kept. */
+void tg_cli_print(FILE *f, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -639,8 +639,8 @@ static bool report(eval_run *E)
     FILE *rep = stdout;
     for (int i = 0; i < 5; i++)
         if (outs[i] && !strcmp(outs[i], "-")) rep = stderr;
-    fprintf(rep, "%s (epoch %lld of its run) on %s, split %s: %lld test windows\n", E->model,
-           (long long)E->ck.epoch, td->d->source, sp, (long long)td->test.count);
+    tg_cli_print(rep, "%s (epoch %lld of its run) on %s, split %s: %lld test windows\n",
+                 E->model, (long long)E->ck.epoch, td->d->source, sp, (long long)td->test.count);
     report_files(E, rep);
     const tg_tl_tsl *t = &E->tsl;
     fprintf(rep, "metrics (%s units): mae=%.6g mse=%.6g rmse=%.6g mape=%.6g mspe=%.6g",

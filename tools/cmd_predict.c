@@ -149,8 +149,10 @@ static int load_model(predict_run *P)
     return 0;
 }
 
-/* The dates of the rows used step evenly at the data's frequency (or, with
- * a single row, the training data's). */
+/* The dates of the rows used strictly increase and step evenly at the
+ * data's frequency (or, with a single row, the training data's): the
+ * forecast's dates continue them. The last step is checked even when
+ * seq_len is 1 (it is the step the forecast continues). */
 static int check_dates(predict_run *P)
 {
     const tg_dataset *d = P->td.d;
@@ -161,15 +163,22 @@ static int check_dates(predict_run *P)
         return tg_cli_fail(CMD, "--data %s has a single row and %s: its step is unknown",
                            P->data, tg_last_error());
     char f[32], a[32], b[32], g[32];
-    for (int64_t r = d->rows - P->m.seq_len + 1; r < d->rows; r++) {
+    int64_t r0 = d->rows - P->m.seq_len + 1;
+    for (int64_t r = r0 < d->rows - 1 ? r0 : d->rows - 1; r >= 1 && r < d->rows; r++) {
         int64_t gap = d->time[r] - d->time[r - 1];
+        tg_date_format(d->time[r], d->date_style, a, sizeof a);
+        tg_date_format(d->time[r - 1], d->date_style, b, sizeof b);
+        if (gap <= 0)
+            return tg_cli_fail(CMD, "--data %s:%lld: the date '%s' is not after the row before's "
+                               "('%s', line %lld); the dates of the rows a forecast uses must "
+                               "strictly increase (its dates continue them)", P->data,
+                               (long long)d->line[r], a, b, (long long)d->line[r - 1]);
         if (gap == P->step) continue;
-        return tg_cli_fail(CMD, "--data %s: data row %lld ('%s') comes %s after the row before "
-                           "('%s'); the rows a forecast uses must step evenly by the data's "
-                           "frequency, %s (a gap or an irregular step)", P->data,
-                           (long long)r + 1, tg_date_format(d->time[r], d->date_style, a, sizeof a),
-                           tg_date_freq_name(gap, g, sizeof g),
-                           tg_date_format(d->time[r - 1], d->date_style, b, sizeof b),
+        return tg_cli_fail(CMD, "--data %s:%lld: data row %lld ('%s') comes %s after the row "
+                           "before ('%s'); the rows a forecast uses must step evenly by the "
+                           "data's frequency, %s (a gap or an irregular step)", P->data,
+                           (long long)d->line[r], (long long)r + 1, a,
+                           tg_date_freq_name(gap, g, sizeof g), b,
                            tg_date_freq_name(P->step, f, sizeof f));
     }
     return 0;
@@ -293,9 +302,9 @@ const tg_cli_cmd tg_cmd_predict = {
     .opts = opts,
     .n_opts = TG_OPTS_N(opts),
     .help_more =
-        "\nBad input exits 2 with one line: too few rows, other columns, a gap or an\n"
-        "irregular step in the dates used, an unreadable checkpoint, --out naming an\n"
-        "input.\n\n"
+        "\nBad input exits 2 with one line: too few rows, other columns, dates used that\n"
+        "do not strictly increase, a gap or an irregular step in them (each named by\n"
+        "FILE:LINE), an unreadable checkpoint, --out naming an input.\n\n"
         "examples:\n"
         "  tgraph predict --checkpoint runs/etth1/best.safetensors --data recent.csv\n"
         "  tgraph predict --checkpoint runs/etth1/best.safetensors --data recent.csv \\\n"

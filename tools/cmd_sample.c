@@ -131,6 +131,14 @@ static int load_model(sample_run *r)
     if (tg_tl_config_parse(CMD, config, r->cfg)) return 2;
     if (tg_value_as_int(tg_config_get(r->cfg, "block_size"), "block_size", &r->T))
         return tg_cli_fail(CMD, "--checkpoint %s: %s", r->ckpt, tg_last_error());
+    const tg_value *vs = tg_config_get(r->cfg, "vocab_size");
+    if (vs && !(vs->kind == TG_VALUE_INT && vs->i == r->V)) {
+        char buf[64];
+        tg_value_format(vs, buf, sizeof buf);
+        return tg_cli_fail(CMD, "--checkpoint %s: the vocabulary in its metadata (%s) has %lld "
+                           "entries but its config says vocab_size=%s", r->ckpt,
+                           TG_TEXT_META_VOCAB, (long long)r->V, buf);
+    }
     char item[64];
     snprintf(item, sizeof item, "T=%lld", (long long)r->T);
     if (tg_config_set(r->cfg, "B=1") || tg_config_set(r->cfg, item) ||

@@ -301,9 +301,9 @@ static int start_run(job *j)
     }
     tg_rd_remove_stale_temps(s->out);
     tg_tl_write_diagram(CMD, &j->rf, &j->m);
-    printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", j->m.name,
-           (long long)tg_params_numel(j->m.ps), td->d->source, (long long)td->d->rows,
-           (long long)td->d->cols);
+    tg_cli_print(stdout, "tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n",
+                 j->m.name, (long long)tg_params_numel(j->m.ps), td->d->source,
+                 (long long)td->d->rows, (long long)td->d->cols);   /* on --resume: metadata */
     print_config(j);
     tg_split_format(&s->split, sp, sizeof sp);
     printf("  split %s: train rows [%lld, %lld), val [%lld, %lld), test [%lld, %lld); "

@@ -257,10 +257,10 @@ int tg_train_settings_check_data(const settings *s, tg_checkpoint *run, tg_train
                            "scaler and best validation MSE belong to that data; to continue "
                            "training on this data anyway add --allow-data-change", s->data, now,
                            run->path, was);
-    fprintf(stderr, "tgraph train: --allow-data-change: training on %s instead of %s; the run's "
-            "scaler (fitted on the old training rows) is kept, and the best epoch is chosen "
-            "again by validation MSE on the new data (the old best: epoch %lld, val mse %.4g)\n",
-            now, was, (long long)ck->best_epoch, ck->best_val);
+    tg_cli_print(stderr, "tgraph train: --allow-data-change: training on %s instead of %s; the "
+                 "run's scaler (fitted on the old training rows) is kept, and the best epoch is "
+                 "chosen again by validation MSE on the new data (the old best: epoch %lld, val "
+                 "mse %.4g)\n", now, was, (long long)ck->best_epoch, ck->best_val);
     ck->best_epoch = 0;
     ck->best_val = INFINITY;
     ck->bad_epochs = 0;

@@ -612,10 +612,10 @@ static void describe(const text_job *j)
 {
     const text_settings *s = &j->s;
     char cfg[8192];
-    printf("tgraph train: %s, %lld parameters, on %s: %lld characters, vocabulary %lld; train "
-           "%lld, val %lld\n", s->model, (long long)tg_params_numel(j->ps), j->text.source,
-           (long long)j->text.n, (long long)j->V, (long long)j->text.n_train,
-           (long long)(j->text.n - j->text.n_train));
+    tg_cli_print(stdout, "tgraph train: %s, %lld parameters, on %s: %lld characters, vocabulary "
+                 "%lld; train %lld, val %lld\n", s->model, (long long)tg_params_numel(j->ps),
+                 j->text.source, (long long)j->text.n, (long long)j->V,
+                 (long long)j->text.n_train, (long long)(j->text.n - j->text.n_train));
     if (!tg_tl_config_format(j->layer, cfg, sizeof cfg)) {
         fputs("  config:", stdout);
         for (char *line = strtok(cfg, "\n"); line; line = strtok(NULL, "\n")) printf(" %s", line);

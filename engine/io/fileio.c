@@ -245,9 +245,10 @@ static tg_status run_writer(FILE *f, const char *name, tg_status (*fn)(FILE *f, 
     errno = 0;
     tg_status st = fn(f, ctx);
     int fn_errno = errno;
-    /* A writer's own message may not name the file (or the cause): add them. */
+    /* A writer's own message may not name the file (or the cause): add them,
+     * the cause only when the message does not give it already. */
     if (st && strncmp(tg_last_error(), name, strlen(name)) != 0) {
-        if (ferror(f) && fn_errno)
+        if (ferror(f) && fn_errno && !strstr(tg_last_error(), strerror(fn_errno)))
             st = tg_set_error(st, "%s: %s: %s", name, tg_last_error(), strerror(fn_errno));
         else
             st = tg_set_error(st, "%s: %s", name, tg_last_error());

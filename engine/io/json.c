@@ -36,58 +36,6 @@ typedef struct {
 
 /* ---- helpers ---- */
 
-size_t tg__utf8_check(const void *vs, size_t len)
-{
-    const unsigned char *s = vs;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        unsigned lo = 0x80, hi = 0xbf;   /* allowed range of the second byte */
-        if (c >= 0xc2 && c <= 0xdf) need = 1;
-        else if (c == 0xe0) need = 2, lo = 0xa0;
-        else if (c >= 0xe1 && c <= 0xec) need = 2;
-        else if (c == 0xed) need = 2, hi = 0x9f;          /* no UTF-16 surrogates */
-        else if (c >= 0xee && c <= 0xef) need = 2;
-        else if (c == 0xf0) need = 3, lo = 0x90;          /* no overlong forms */
-        else if (c >= 0xf1 && c <= 0xf3) need = 3;
-        else if (c == 0xf4) need = 3, hi = 0x8f;          /* <= U+10FFFF */
-        else return i;
-        if (len - i <= need) return i;
-        if (s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (size_t k = 2; k <= need; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xbf) return i;
-        i += need + 1;
-    }
-    return len;
-}
-
-char *tg__json_excerpt(const char *s, size_t len, char *buf, size_t n)
-{
-    if (!buf || !n) return buf;
-    size_t k = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char piece[8];
-        if (c >= 0x20 && c < 0x7f && c != '\\') piece[0] = (char)c, piece[1] = '\0';
-        else if (c == '\\') memcpy(piece, "\\\\", 3);
-        else snprintf(piece, sizeof piece, "\\x%02x", c);
-        size_t pl = strlen(piece);
-        if (k + pl + 4 >= n) {   /* room for "..." and the NUL */
-            if (n >= 4) memcpy(buf + (k < n - 4 ? k : n - 4), "...", 4);
-            return buf;
-        }
-        memcpy(buf + k, piece, pl + 1);
-        k += pl;
-    }
-    return buf;
-}
-
 void tg__json_line_col(const char *text, size_t len, size_t pos, int *line, int *col)
 {
     int l = 1;
@@ -417,7 +365,7 @@ static tg_status close_container(jparser *p, tg__json *v, size_t base)
             const tg__json *k = &v->items[2 * v->dup];
             char ex[96];
             return jerr(p, k->pos, "duplicate key \"%s\"",
-                        tg__json_excerpt(k->str, k->len, ex, sizeof ex));
+                        tg__escape(k->str, k->len, ex, sizeof ex));
         }
     }
     return TG_OK;

@@ -83,12 +83,7 @@ bool tg__json_get_i64(const tg__json *v, int64_t *out);
 /* "null", "a bool", "a number", "a string", "an array", "an object". */
 const char *tg__json_kind_name(tg__json_kind k);
 
-/* Offset of the first byte of s[0..len) that is not valid UTF-8 (overlong
- * forms, UTF-16 surrogates and code points above U+10FFFF are invalid), or len. */
-size_t tg__utf8_check(const void *s, size_t len);
-/* A printable excerpt of s[0..len) for messages: bytes outside 0x20..0x7e are
- * written \xNN, long strings are cut with "...". Always NUL-terminated. */
-char *tg__json_excerpt(const char *s, size_t len, char *buf, size_t n);
+/* tg__utf8_check and tg__escape (for excerpts in messages): internal.h. */
 /* Line and column (1-based, in bytes) of offset pos in text[0..len). */
 void tg__json_line_col(const char *text, size_t len, size_t pos, int *line, int *col);
 

@@ -53,7 +53,7 @@ void tg__st_plan_free(st_plan *p)
 
 const char *tg__st_nm(const tg__json *name, char *buf, size_t n)
 {
-    return tg__json_excerpt(name->str, name->len, buf, n);
+    return tg__escape(name->str, name->len, buf, n);
 }
 
 /* A non-negative integer below 2^48 from JSON; `field` like "shape[1]".

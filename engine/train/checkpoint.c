@@ -244,6 +244,9 @@ tg_status tg_checkpoint_save(const char *path, const tg_params *ps, const tg_opt
 
 /* ---- load ---- */
 
+/* A metadata value as a message shows it: escaped (tg__escape), cut at 96 bytes. */
+#define SHOWN(v) tg__escape((v), strlen(v), (char[96]){0}, 96)
+
 static tg_status meta_i64(const tg_checkpoint *ck, const char *path, const char *key,
                           bool required, int64_t *out)
 {
@@ -257,7 +260,7 @@ static tg_status meta_i64(const tg_checkpoint *ck, const char *path, const char 
     long long v = strtoll(s, &end, 10);
     if (!*s || *end || errno || v < 0)
         return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected a "
-                            "non-negative integer", path, key, s);
+                            "non-negative integer", path, key, SHOWN(s));
     *out = v;
     return TG_OK;
 }
@@ -271,7 +274,7 @@ static tg_status meta_f64(const tg_checkpoint *ck, const char *path, const char 
     double v = strtod(s, &end);
     if (!*s || *end)
         return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected a "
-                            "number", path, key, s);
+                            "number", path, key, SHOWN(s));
     *out = v;
     return TG_OK;
 }
@@ -301,7 +304,7 @@ tg_status tg_checkpoint_meta_int(const tg_checkpoint *ck, const char *key, int64
     long long v = strtoll(s, &end, 10);
     if (!*s || *end || errno || v < min || v > max)
         return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected an "
-                            "integer in [%lld, %lld]", path, key, s, (long long)min,
+                            "integer in [%lld, %lld]", path, key, SHOWN(s), (long long)min,
                             (long long)max);
     *out = v;
     return TG_OK;
@@ -317,7 +320,7 @@ tg_status tg_checkpoint_meta_num(const tg_checkpoint *ck, const char *key, doubl
     double v = strtod(s, &end);
     if (!*s || *end || !isfinite(v) || v < min || v > max)
         return tg_set_error(TG_ERR_FORMAT, "%s: checkpoint metadata '%s' is '%s', expected a "
-                            "number in [%g, %g]", path, key, s, min, max);
+                            "number in [%g, %g]", path, key, SHOWN(s), min, max);
     *out = v;
     return TG_OK;
 }

@@ -28,6 +28,7 @@ void tg_dataset_free(tg_dataset *d)
     tg__free(d->source);
     tg__free(d->date_name);
     tg__free(d->time);
+    tg__free(d->line);
     tg__free(d);
 }
 
@@ -56,12 +57,37 @@ int64_t tg_dataset_find_column(const tg_dataset *d, const char *name)
     return -1;
 }
 
-/* A first cell that starts like yyyy- is a date. */
-static bool looks_like_date(const char *s)
+/* Header names that say the column holds dates (any case). */
+static bool date_header(const char *h)
 {
+    static const char *const names[] = {"date", "time", "datetime", "timestamp"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        size_t k = 0;
+        while (names[i][k] && (h[k] | 0x20) == names[i][k]) k++;
+        if (!names[i][k] && !h[k]) return true;
+    }
+    return false;
+}
+
+/* The non-numeric first cell s, under header h, is a date column's: it
+ * starts like yyyy-, its header says so, or it is digits and date
+ * separators (07/01/2016 00:00, 2016/07/01, 1.7.2016) -- then a cell that
+ * does not parse is an error naming its line, not a column dropped. */
+static bool looks_like_date(const char *s, const char *h)
+{
+    if (date_header(h)) return true;
+    bool yyyy = true;
     for (int i = 0; i < 4; i++)
-        if (s[i] < '0' || s[i] > '9') return false;
-    return s[4] == '-';
+        if (s[i] < '0' || s[i] > '9') yyyy = false;
+    if (yyyy && s[4] == '-') return true;
+    if (s[0] < '0' || s[0] > '9') return false;
+    int seps = 0, dots = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c == '/' || *c == '-' || *c == ':') seps++;
+        else if (*c == '.') dots++;
+        else if ((*c < '0' || *c > '9') && *c != ' ' && *c != 'T') return false;
+    }
+    return seps > 0 || dots > 1;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -256,7 +282,7 @@ static tg_status skip_date_column(csv_parse *P)
 {
     tg_dataset *d = P->d;
     P->skip = 1;
-    if (looks_like_date(P->cl.cell[0])) {
+    if (looks_like_date(P->cl.cell[0], d->names[0])) {
         P->dates = true;
         d->date_name = d->names[0];
     } else {
@@ -280,9 +306,10 @@ static tg_status grow_rows(csv_parse *P)
     if (tg__mul_overflow_size((size_t)ncap, (size_t)d->cols * sizeof *nd, &bytes))
         nd = tg__realloc(d->data, bytes);
     if (nd) d->data = nd;
-    int64_t *nt = NULL;
+    int64_t *nt = NULL, *nl = NULL;
     if (nd && P->dates && (nt = tg__realloc(d->time, (size_t)ncap * sizeof *nt))) d->time = nt;
-    if (!nd || (P->dates && !nt))
+    if (nt && (nl = tg__realloc(d->line, (size_t)ncap * sizeof *nl))) d->line = nl;
+    if (!nd || (P->dates && !nl))
         return tg_set_error(TG_ERR_NOMEM, "%s: out of memory at line %lld", P->what,
                             (long long)P->lineno);
     P->cap_rows = ncap;
@@ -308,6 +335,7 @@ static tg_status read_date(csv_parse *P)
                             tg_date_format(d->time[0], d->date_style, first, sizeof first));
     }
     d->time[d->rows] = t;
+    d->line[d->rows] = P->lineno;
     return TG_OK;
 }
 

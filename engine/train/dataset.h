@@ -63,6 +63,7 @@ typedef struct tg_dataset {
                                    in seconds (3600 for ETTh1, 900 for ETTm1); 0 with one
                                    row or none later than the one before */
     tg_date_style  date_style;  /* how the file writes them */
+    int64_t       *line;        /* [rows] the file line of each dated row (for messages), owned */
 } tg_dataset;
 
 /* Parse a date: YYYY-MM-DD, YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS,
@@ -86,7 +87,9 @@ const char *tg_dataset_column_name(const tg_dataset *d, int64_t c, char *buf, si
 /* Read a CSV file in the ETT layout: a header row naming the columns, then
  * one row per time step. When the first cell of the first data row is not a
  * number, the first column is not a value column: when that cell starts like
- * a date (4 digits and '-'), the column is the date column and every row's
+ * a date (4 digits and '-'), is digits and date separators (07/01/2016 00:00,
+ * 2016/07/01, 1.7.2016) or its header is date, time, datetime or timestamp
+ * (any case), the column is the date column and every row's
  * cell must be a date in the same form as the first (tg_date_parse): "t.csv:5:
  * column 1 ('date'): '2016-07-01 25:00:00' is not a date ..."; d->time and
  * d->freq hold them (dates out of order are read; predict refuses them). Any other first column

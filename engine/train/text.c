@@ -196,12 +196,13 @@ tg_status tg_text_check_block(const tg_text *t, int64_t block_size)
     for (int s = 0; s < TG_TEXT_SPLIT_COUNT; s++) {
         int64_t len;
         tg_text_split_ids(t, (tg_text_split)s, &len);
-        if (len < block_size + 1)
-            return tg_set_error(TG_ERR_INVALID, "%s: the %s of %lld characters) has %lld "
-                                "characters; one window of block_size %lld needs %lld",
-                                t->source ? t->source : "text", split_name((tg_text_split)s),
-                                (long long)t->n, (long long)len, (long long)block_size,
-                                (long long)block_size + 1);
+        if (len - 1 < block_size)   /* not len < block_size + 1: that overflows */
+            return tg_set_error(TG_ERR_INVALID, "%s: block_size %lld is too large: the %s of "
+                                "%lld characters) has %lld characters, and one window needs "
+                                "block_size + 1, so block_size can be at most %lld",
+                                t->source ? t->source : "text", (long long)block_size,
+                                split_name((tg_text_split)s), (long long)t->n, (long long)len,
+                                (long long)(len > 0 ? len - 1 : 0));
     }
     return TG_OK;
 }

@@ -65,7 +65,8 @@ static tg_status mid_epoch_of(const tg_checkpoint *ck, int64_t *k, double *sum)
     *sum = ss ? strtod(ss, &end) : NAN;
     if (!ss || end == ss || *end || !isfinite(*sum))
         return tg_set_error(TG_ERR_FORMAT, "%s: metadata %s is '%s', not a finite number",
-                            ck->path ? ck->path : "checkpoint", META_LOSS_SUM, ss ? ss : "(missing)");
+                            ck->path ? ck->path : "checkpoint", META_LOSS_SUM,
+                            ss ? tg__escape(ss, strlen(ss), (char[96]){0}, 96) : "(missing)");
     return TG_OK;
 }
 

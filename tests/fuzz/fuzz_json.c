@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!doc.root) abort();
         (void)walk(doc.root, 0);
         char ex[64];
-        (void)tg__json_excerpt(text, r.n, ex, sizeof ex);
+        (void)tg__escape(text, r.n, ex, sizeof ex);
     }
     tg__json_free(&doc);
     free(text);
