@@ -41,6 +41,7 @@
 
 static void job_free(job *j)
 {
+    tg_rd_release();
     tg_rd_signals_restore();
     free(j->order);
     free(j->resume_dir);
@@ -165,6 +166,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 {
     job *j = user;
     j->seconds = p->seconds;
+    tg_rd_overwrite_commit();   /* the first checkpoint written: --overwrite's old files go */
     if (p->event == TG_TRAINER_EVENT_STEP) {
         show_step(j, p);
         return TG_OK;
@@ -192,7 +194,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 static int check_out_dir(job *j)
 {
     const settings *s = &j->s;
-    if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
+    if (tg_tl_files_init(CMD, &j->rf, s->out) || tg_rd_lock(s->out)) return 2;
     j->continuing = s->resume && tg_rd_same_dir(j->resume_dir, s->out);
     char found[256];
     if (j->continuing || s->overwrite || !tg_rd_run_files_present(&j->rf, found, sizeof found))
@@ -285,11 +287,9 @@ static int start_run(job *j)
     const tg_tl_data *td = &j->td;
     char found[256], sp[64];
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
-    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found)) {
-        if (tg_rd_remove_run_files(&j->rf)) return 2;
-        fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
-                "(%s)\n", s->out, found);
-    }
+    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found) &&
+        tg_rd_remove_run_files(&j->rf))
+        return 2;
     tg_rd_remove_stale_temps(s->out);
     tg_tl_write_diagram(CMD, &j->rf, &j->m);
     printf("tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n", j->m.name,

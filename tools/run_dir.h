@@ -28,8 +28,17 @@ bool tg_rd_same_dir(const char *a, const char *b);
 /* The run files (checkpoint, best weights, metrics) present in rf->dir, as
  * "a, b, c" into buf; false when there are none. */
 bool tg_rd_run_files_present(const tg_tl_files *rf, char *buf, size_t len);
-/* --overwrite: the previous run's files go. 0, or 2 after printing. */
+/* --overwrite: the previous run's files are moved to NAME.previous, removed
+ * by tg_rd_overwrite_commit once this run's checkpoint exists, put back by
+ * tg_rd_release when it ends without one. 0, or 2 after printing. */
 int tg_rd_remove_run_files(const tg_tl_files *rf);
+void tg_rd_overwrite_commit(void);
+/* mkdir -p dir, check it takes a file and lock it for this run (flock on
+ * dir/.tgraph.lock, holding the pid); another run holding it: 2 naming its
+ * pid. 0, or 2 after printing. */
+int tg_rd_lock(const char *dir);
+/* The run's end: --overwrite settled (see above), the lock released. */
+void tg_rd_release(void);
 /* Remove "<run file>.tmp.<pid>" files whose process is gone, saying so. */
 void tg_rd_remove_stale_temps(const char *dir);
 
