@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "run_dir.h"
 #include "text.h"
 #include "train_loop.h"
 #include "train_text.h"
@@ -231,6 +232,7 @@ static int run(int argc, char **argv)
     if (!rc) rc = load_model(&r);
     if (!rc) rc = encode_prompt(&r);
     if (!rc) rc = generate(&r);
+    if (!rc) tg_rd_remove_stale_temps_of(CMD, r.out);
     if (!rc && tg_write_atomic(r.out, write_text, &r))
         rc = tg_cli_fail(CMD, "--out %s", tg_last_error());
     if (!rc)

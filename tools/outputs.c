@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "outputs.h"
+#include "run_dir.h"
 
 /* A regular file that exists (following symlinks): its identity in sb. */
 static int regular_file(const char *path, struct stat *sb)
@@ -46,5 +47,6 @@ int tg_cli_check_outputs(const char *cmd, const tg_cli_file *in, int n_in,
                                    out[j].flag, p, out[k].flag, q);
         }
     }
+    tg_rd_clean_outputs(cmd, out, n_out);   /* temps a killed run left beside them */
     return 0;
 }

@@ -5,7 +5,7 @@
  * between steps), a run already in --out-dir, --overwrite, and temporary
  * files left by a killed run. Moved out of cmd_train.c unchanged.
  */
-#define _DEFAULT_SOURCE   /* flock: glibc hides it under _POSIX_C_SOURCE alone */
+#define _DEFAULT_SOURCE   /* flock, realpath: glibc hides them under _POSIX_C_SOURCE alone */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "outputs.h"
+#include "tensor_io.h"
 #include "run_dir.h"
 
 #define CMD "train"
@@ -35,7 +37,13 @@ static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction saved_actions[3];
 static bool installed[3];
 
-static void on_stop_signal(int sig) { tg_rd_stop_signal = sig; }
+static void on_end_signal(int sig);
+
+static void on_stop_signal(int sig)
+{
+    if (tg_rd_stop_signal) on_end_signal(sig);   /* the second: at once */
+    else tg_rd_stop_signal = sig;
+}
 
 /* A signal that is ignored when the run starts (nohup, a background job)
  * stays ignored. */
@@ -48,7 +56,7 @@ void tg_rd_signals_install(void)
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_stop_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART | SA_RESETHAND;
+        sa.sa_flags = SA_RESTART;
         installed[i] = sigaction(stop_signals[i], &sa, &saved_actions[i]) == 0;
     }
 }
@@ -56,8 +64,12 @@ void tg_rd_signals_install(void)
 /* Stopping: from now on any of the three signals acts at once. */
 void tg_rd_signals_default(void)
 {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_end_signal;
+    sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++)
-        if (installed[i]) signal(stop_signals[i], SIG_DFL);
+        if (installed[i]) sigaction(stop_signals[i], &sa, NULL);
 }
 
 void tg_rd_signals_restore(void)
@@ -348,31 +360,101 @@ void tg_rd_release(void)
     lock_path = lock_dir = NULL;
 }
 
+/* Whether rest (after "NAME.tmp.") is the pid of a process that is gone. */
+static bool dead_pid(const char *rest)
+{
+    if (!*rest || strspn(rest, "0123456789") != strlen(rest)) return false;
+    errno = 0;
+    long long pid = strtoll(rest, NULL, 10);
+    bool alive = errno == 0 && pid > 0 && pid <= INT_MAX &&
+                 (pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM);
+    return !alive;
+}
+
+/* Remove dir's "<name>.tmp.<pid>" files of gone processes, for the names
+ * that want(name, n, ctx) accepts ("<name>" being the first n bytes). */
+static void remove_dead_temps(const char *cmd, const char *dir,
+                              bool (*want)(const char *name, size_t n, const void *ctx),
+                              const void *ctx)
+{
+    DIR *d = opendir(*dir ? dir : ".");
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *name = e->d_name, *t = strstr(name, ".tmp.");
+        while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");
+        if (!t || !dead_pid(t + 5) || !want(name, (size_t)(t - name), ctx)) continue;
+        char *path = tg_tl_path_join(dir, name);
+        if (path && remove(path) == 0)
+            fprintf(stderr, "tgraph %s: removed %s (left by an interrupted run, process %s)\n",
+                    cmd, path, t + 5);
+        free(path);
+    }
+    closedir(d);
+}
+
+static bool is_run_file(const char *name, size_t n, const void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < 6; i++)
+        if (strlen(tg_tl_run_files[i]) == n && !strncmp(name, tg_tl_run_files[i], n)) return true;
+    return false;
+}
+
 /* Remove "<run file>.tmp.<pid>" files whose process is gone (a run killed
  * mid-write, by SIGKILL or a second Ctrl-C), saying so for each. */
 void tg_rd_remove_stale_temps(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *name = e->d_name, *rest = NULL;
-        for (int i = 0; i < 6 && !rest; i++) {
-            size_t n = strlen(tg_tl_run_files[i]);
-            if (!strncmp(name, tg_tl_run_files[i], n) && !strncmp(name + n, ".tmp.", 5))
-                rest = name + n + 5;
-        }
-        if (!rest || !*rest || strspn(rest, "0123456789") != strlen(rest)) continue;
-        errno = 0;
-        long long pid = strtoll(rest, NULL, 10);
-        bool alive = errno == 0 && pid > 0 && pid <= INT_MAX &&
-                     (pid == (long long)getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM);
-        if (alive) continue;
-        char *path = tg_tl_path_join(dir, name);
-        if (path && remove(path) == 0)
-            fprintf(stderr, "tgraph train: removed %s (left by an interrupted run, process %s)\n",
-                    path, rest);
-        free(path);
+    remove_dead_temps(CMD, dir, is_run_file, NULL);
+}
+
+/* The name a temp of the write takes ("<base>", or tg_write_atomic's
+ * ".tgraph" for a name too long for the suffix). */
+static bool is_output(const char *name, size_t n, const void *ctx)
+{
+    const char *base = ctx;
+    return (strlen(base) == n && !strncmp(name, base, n)) || (n == 7 && !strncmp(name, ".tgraph", 7));
+}
+
+void tg_rd_remove_stale_temps_of(const char *cmd, const char *path)
+{
+    struct stat sb;
+    if (!path || !*path || !strcmp(path, "-") || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)))
+        return;
+    /* a symlink to a file: the write's temp goes beside the file */
+    char *target = lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) ? realpath(path, NULL) : NULL;
+    const char *p = target ? target : path, *slash = strrchr(p, '/');
+    char *dir = tg_tl_dirname(p);
+    if (dir) remove_dead_temps(cmd, dir, is_output, slash ? slash + 1 : p);
+    free(dir);
+    free(target);
+}
+
+void tg_rd_clean_outputs(const char *cmd, const tg_cli_file *out, int n_out)
+{
+    for (int i = 0; i < n_out; i++) tg_rd_remove_stale_temps_of(cmd, out[i].path);
+}
+
+/* ---- every command: a signal leaves no temporary file ---- */
+
+/* Unlink the temps of the writes in progress, then die of sig as if
+ * uncaught (the shell sees the signal). */
+static void on_end_signal(int sig)
+{
+    tg_write_atomic_abandon();
+    signal(sig, SIG_DFL);
+    raise(sig);   /* delivered when the handler returns */
+}
+
+void tg_rd_output_signals_install(void)
+{
+    for (int i = 0; i < 3; i++) {
+        struct sigaction sa, old;
+        if (sigaction(stop_signals[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_end_signal;
+        sigemptyset(&sa.sa_mask);
+        for (int k = 0; k < 3; k++) sigaddset(&sa.sa_mask, stop_signals[k]);
+        sigaction(stop_signals[i], &sa, NULL);
     }
-    closedir(d);
 }

@@ -41,5 +41,15 @@ int tg_rd_lock(const char *dir);
 void tg_rd_release(void);
 /* Remove "<run file>.tmp.<pid>" files whose process is gone, saying so. */
 void tg_rd_remove_stale_temps(const char *dir);
+/* The same for one output of cmd: "<path>.tmp.<pid>" (beside the file a
+ * symlink names) whose process is gone; "-", NULL and devices: nothing. */
+void tg_rd_remove_stale_temps_of(const char *cmd, const char *path);
+/* tg_rd_remove_stale_temps_of for each output (tg_cli_check_outputs's list). */
+struct tg_cli_file;
+void tg_rd_clean_outputs(const char *cmd, const struct tg_cli_file *out, int n_out);
+/* Every command, from main: SIGINT, SIGTERM and SIGHUP remove the temporary
+ * files of the writes in progress, then end the process as the signal
+ * does (ignored signals stay ignored). */
+void tg_rd_output_signals_install(void);
 
 #endif
