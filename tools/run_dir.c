@@ -424,8 +424,8 @@ void tg_rd_remove_stale_temps_of(const char *cmd, const char *path)
     /* a symlink to a file: the write's temp goes beside the file */
     char *target = lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) ? realpath(path, NULL) : NULL;
     const char *p = target ? target : path, *slash = strrchr(p, '/');
-    char *dir = tg_tl_dirname(p);
-    if (dir) remove_dead_temps(cmd, dir, is_output, slash ? slash + 1 : p);
+    char *dir = slash ? tg_tl_dirname(p) : NULL;
+    if (dir || !slash) remove_dead_temps(cmd, dir ? dir : "", is_output, slash ? slash + 1 : p);
     free(dir);
     free(target);
 }
