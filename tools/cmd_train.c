@@ -500,6 +500,8 @@ const tg_cli_cmd tg_cmd_train = {
         "(exit 130, 143, 129) with one line naming the last complete checkpoint and\n"
         "the command that resumes it; a second one ends it at once. Temporary files\n"
         "(NAME.tmp.PID) left by a killed run are removed by the next run in --out.\n"
+        "A run locks --out (DIR/.tgraph.lock): a second one there is refused, exit 2,\n"
+        "naming the process of the first.\n"
         "PyTorch loads a checkpoint with\n"
         "  model.load_state_dict({k: v for k, v in load_file(F).items()\n"
         "                         if not k.startswith(\"tgraph.\")}, strict=False)\n"

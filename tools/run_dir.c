@@ -275,6 +275,16 @@ static int unwritable(const char *dir, int e)
                        "trained", dir, LOCK_NAME, strerror(e));
 }
 
+/* A file system without flock (some FUSE and network ones): the run goes on,
+ * unguarded, saying so. */
+static bool no_locks(const char *dir, int e)
+{
+    if (e != ENOLCK && e != EOPNOTSUPP && e != ENOSYS && e != EINVAL) return false;
+    fprintf(stderr, "tgraph train: warning: --out %s: cannot lock %s (%s): a second run there "
+            "would not be noticed\n", dir, LOCK_NAME, strerror(e));
+    return true;
+}
+
 static int lock_refused(const char *dir, int fd, int e)
 {
     char buf[32] = "";
@@ -310,7 +320,7 @@ int tg_rd_lock(const char *dir)
             free(path);
             return unwritable(dir, e);
         }
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0 && !no_locks(dir, errno)) {
             free(path);
             return lock_refused(dir, fd, errno);
         }
