@@ -263,3 +263,45 @@ Test(fileio, a_full_device_is_named_once_with_the_path)
     cr_assert_null(strstr(first + strlen(cause), cause), "the cause twice: %s", e);
     tg_tensor_free(t);
 }
+
+/* tg_write_atomic_abandon (what a signal handler calls): the temporary file
+ * of the write in progress is gone at once; the target stays as it was. */
+static char abandon_tmp[1024];
+
+static tg_status write_then_abandon(FILE *f, void *ctx)
+{
+    (void)ctx;
+    fputs("half", f);
+    fflush(f);
+    cr_assert_eq(access(abandon_tmp, F_OK), 0, "no temporary file %s during the write",
+                 abandon_tmp);
+    tg_write_atomic_abandon();
+    cr_assert_neq(access(abandon_tmp, F_OK), 0, "%s still there after abandon", abandon_tmp);
+    return TG_OK;
+}
+
+static tg_status write_old(FILE *f, void *ctx)
+{
+    (void)ctx;
+    fputs("old", f);
+    return TG_OK;
+}
+
+Test(fileio, abandon_removes_the_temporary_file_of_a_write_in_progress)
+{
+    char dir[512], path[600];
+    make_dir(dir, sizeof dir, "abandon");
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    cr_assert_eq(tg_write_atomic(path, write_old, NULL), TG_OK);
+    snprintf(abandon_tmp, sizeof abandon_tmp, "%s.tmp.%ld", path, (long)getpid());
+    /* the rename then finds no file: the write fails, the old file stays */
+    cr_assert_neq(tg_write_atomic(path, write_then_abandon, NULL), TG_OK);
+    size_t n;
+    char *text = tt_slurp(path, &n);
+    cr_assert_str_eq(text, "old");
+    free(text);
+    cr_assert_eq(count_temps(dir), 0);
+    tg_write_atomic_abandon();   /* nothing in progress: nothing happens */
+    cr_assert_eq(access(path, F_OK), 0);
+    remove_dir(dir);
+}

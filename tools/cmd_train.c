@@ -42,6 +42,7 @@
 
 static void job_free(job *j)
 {
+    tg_rd_release();
     tg_rd_signals_restore();
     free(j->order);
     free(j->resume_dir);
@@ -166,6 +167,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 {
     job *j = user;
     j->seconds = p->seconds;
+    tg_rd_overwrite_commit();   /* the first checkpoint written: --overwrite's old files go */
     if (p->event == TG_TRAINER_EVENT_STEP) {
         show_step(j, p);
         return TG_OK;
@@ -195,7 +197,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 static int check_out_dir(job *j)
 {
     const settings *s = &j->s;
-    if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
+    if (tg_tl_files_init(CMD, &j->rf, s->out) || tg_rd_lock(s->out)) return 2;
     j->continuing = s->resume && tg_rd_same_dir(j->resume_dir, s->out);
     const tg_cli_file in[] = {{"--data", strcmp(s->data, TG_BUILTIN_DATA) ? s->data : NULL},
                               {"--resume", j->continuing ? NULL : s->resume},
@@ -294,11 +296,9 @@ static int start_run(job *j)
     const tg_tl_data *td = &j->td;
     char found[256], sp[64];
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
-    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found)) {
-        if (tg_rd_remove_run_files(&j->rf)) return 2;
-        fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
-                "(%s)\n", s->out, found);
-    }
+    if (s->overwrite && !j->continuing && tg_rd_run_files_present(&j->rf, found, sizeof found) &&
+        tg_rd_remove_run_files(&j->rf))
+        return 2;
     tg_rd_remove_stale_temps(s->out);
     tg_tl_write_diagram(CMD, &j->rf, &j->m);
     tg_cli_print(stdout, "tgraph train: %s, %lld parameters, on %s: %lld rows x %lld columns\n",
@@ -509,6 +509,8 @@ const tg_cli_cmd tg_cmd_train = {
         "(exit 130, 143, 129) with one line naming the last complete checkpoint and\n"
         "the command that resumes it; a second one ends it at once. Temporary files\n"
         "(NAME.tmp.PID) left by a killed run are removed by the next run in --out.\n"
+        "A run locks --out (DIR/.tgraph.lock): a second one there is refused, exit 2,\n"
+        "naming the process of the first.\n"
         "PyTorch loads a checkpoint with\n"
         "  model.load_state_dict({k: v for k, v in load_file(F).items()\n"
         "                         if not k.startswith(\"tgraph.\")}, strict=False)\n"

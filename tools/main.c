@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "run_dir.h"
 
 static const tg_cli_cmd *const commands[] = {
     &tg_cmd_train,
@@ -118,6 +119,7 @@ static int dispatch(int argc, char **argv)
             help(c, argc - 1, argv + 1);
             return 0;
         }
+    tg_rd_output_signals_install();   /* a signal leaves no NAME.tmp.PID */
     return c->run(argc - 1, argv + 1);
 }
 

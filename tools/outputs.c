@@ -17,6 +17,7 @@
 
 #include "args.h"
 #include "outputs.h"
+#include "run_dir.h"
 
 typedef enum id_kind {
     ID_NONE,      /* not given */
@@ -190,6 +191,7 @@ int tg_cli_check_outputs(const char *cmd, const tg_cli_file *in, int n_in,
         free(ids[i].name);
         free(ids[i].where);
     }
+    if (!rc) tg_rd_clean_outputs(cmd, out, n_out);   /* temps a killed run left beside them */
     free(ids);
     return rc;
 }

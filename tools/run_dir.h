@@ -28,9 +28,28 @@ bool tg_rd_same_dir(const char *a, const char *b);
 /* The run files (checkpoint, best weights, metrics) present in rf->dir, as
  * "a, b, c" into buf; false when there are none. */
 bool tg_rd_run_files_present(const tg_tl_files *rf, char *buf, size_t len);
-/* --overwrite: the previous run's files go. 0, or 2 after printing. */
+/* --overwrite: the previous run's files are moved to NAME.previous, removed
+ * by tg_rd_overwrite_commit once this run's checkpoint exists, put back by
+ * tg_rd_release when it ends without one. 0, or 2 after printing. */
 int tg_rd_remove_run_files(const tg_tl_files *rf);
+void tg_rd_overwrite_commit(void);
+/* mkdir -p dir, check it takes a file and lock it for this run (flock on
+ * dir/.tgraph.lock, holding the pid); another run holding it: 2 naming its
+ * pid. 0, or 2 after printing. */
+int tg_rd_lock(const char *dir);
+/* The run's end: --overwrite settled (see above), the lock released. */
+void tg_rd_release(void);
 /* Remove "<run file>.tmp.<pid>" files whose process is gone, saying so. */
 void tg_rd_remove_stale_temps(const char *dir);
+/* The same for one output of cmd: "<path>.tmp.<pid>" (beside the file a
+ * symlink names) whose process is gone; "-", NULL and devices: nothing. */
+void tg_rd_remove_stale_temps_of(const char *cmd, const char *path);
+/* tg_rd_remove_stale_temps_of for each output (tg_cli_check_outputs's list). */
+struct tg_cli_file;
+void tg_rd_clean_outputs(const char *cmd, const struct tg_cli_file *out, int n_out);
+/* Every command, from main: SIGINT, SIGTERM and SIGHUP remove the temporary
+ * files of the writes in progress, then end the process as the signal
+ * does (ignored signals stay ignored). */
+void tg_rd_output_signals_install(void);
 
 #endif

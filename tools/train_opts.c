@@ -74,7 +74,8 @@ const tg_opt tg_train_opts[TG_TRAIN_OPTS_N] = {
         "Graphviz is installed). A DIR that holds a run already is refused: continue "
         "it with --resume DIR/checkpoint.safetensors"},
     [TG_TRAIN_O_OVERWRITE] = {"--overwrite", NULL, NULL,
-        "replace the run found in --out-dir (its files are removed first)"},
+        "replace the run found in --out-dir (its files are kept as NAME.previous until "
+        "this run writes its first checkpoint, and put back if it ends before one)"},
     [TG_TRAIN_O_RESUME] = {"--resume", NULL, "FILE",
         "continue a run exactly (the losses of an uninterrupted run); only --epochs "
         "--patience --lr --clip --data --out-dir --threads may change (--max-steps, "

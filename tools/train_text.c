@@ -119,6 +119,7 @@ typedef struct text_job {
 
 static void job_free(text_job *j)
 {
+    tg_rd_release();
     tg_rd_signals_restore();
     tg_trainer_clear(&j->tr);
     tg_optim_free(j->opt);
@@ -536,6 +537,7 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 {
     text_job *j = user;
     double now = tg_tl_now();
+    tg_rd_overwrite_commit();   /* the first checkpoint written: --overwrite's old files go */
     if (p->event == TG_TRAINER_EVENT_STEP) {
         if (j->s.quiet || now - j->t_line < j->s.progress_every) return TG_OK;
         j->t_line = now;
@@ -573,17 +575,14 @@ static int prepare_out_dir(text_job *j)
     /* the checkpoint continued in its own directory is read whole before */
     const tg_cli_file in[] = {{"--text", s->text}, {"--resume", j->continuing ? NULL : s->resume}};
     if (tg_tl_files_check(CMD, &j->rf, in, 2)) return 2;
+    if (tg_rd_lock(s->out)) return 2;
     bool present = tg_rd_run_files_present(&j->rf, found, sizeof found);
     if (present && !j->continuing && !s->overwrite)
         return tg_cli_fail(CMD, "--out-dir %s already holds a run (%s): continue it with "
                            "--resume %s, or replace it with --overwrite", s->out, found,
                            j->rf.ckpt);
     if (tg_tl_mkdirs(CMD, s->out)) return 2;
-    if (present && !j->continuing) {
-        if (tg_rd_remove_run_files(&j->rf)) return 2;
-        fprintf(stderr, "tgraph train: --overwrite: removed the previous run's files from %s "
-                "(%s)\n", s->out, found);
-    }
+    if (present && !j->continuing && tg_rd_remove_run_files(&j->rf)) return 2;
     tg_rd_remove_stale_temps(s->out);
     return 0;
 }

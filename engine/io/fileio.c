@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +320,47 @@ static char *temp_name(const char *dst)
     return tmp;
 }
 
+/* ---- the temporary files of writes in progress, for a signal handler ----
+ * A slot is claimed (its flag set) by the thread that writes; `armed` says
+ * its name is complete, for tg_write_atomic_abandon to unlink. Writes beyond
+ * TEMP_SLOTS at once are not registered (their temps are then left to the
+ * next run's clean-up, as after SIGKILL). */
+#define TEMP_SLOTS 4
+static struct {
+    atomic_flag busy;
+    volatile sig_atomic_t armed;
+    char name[PATH_MAX + 64];
+} temps[TEMP_SLOTS] = {{ATOMIC_FLAG_INIT, 0, ""}, {ATOMIC_FLAG_INIT, 0, ""},
+                       {ATOMIC_FLAG_INIT, 0, ""}, {ATOMIC_FLAG_INIT, 0, ""}};
+
+/* The slot now holding tmp, or -1. */
+static int temp_register(const char *tmp)
+{
+    size_t n = strlen(tmp);
+    if (n >= sizeof temps[0].name) return -1;
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        if (atomic_flag_test_and_set(&temps[i].busy)) continue;
+        memcpy(temps[i].name, tmp, n + 1);
+        atomic_signal_fence(memory_order_seq_cst);   /* the name whole before it is armed */
+        temps[i].armed = 1;
+        return i;
+    }
+    return -1;
+}
+
+static void temp_unregister(int slot)
+{
+    if (slot < 0) return;
+    temps[slot].armed = 0;
+    atomic_flag_clear(&temps[slot].busy);
+}
+
+void tg_write_atomic_abandon(void)
+{
+    for (int i = 0; i < TEMP_SLOTS; i++)
+        if (temps[i].armed) unlink(temps[i].name);
+}
+
 /* Write "<dst>.tmp.<pid>", fsync, rename over dst. path is the user's name
  * for dst (a symlink to it, or dst itself), for messages. */
 static tg_status write_replace(const char *path, const char *dst,
@@ -325,10 +368,12 @@ static tg_status write_replace(const char *path, const char *dst,
 {
     char *tmp = temp_name(dst);
     if (!tmp) return tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
+    int slot = temp_register(tmp);   /* before it exists: a signal any time after leaves none */
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         tg_status e = tg_set_error(TG_ERR_IO, "%s: cannot create the temporary file %s: %s", path,
                                    tmp, strerror(errno));
+        temp_unregister(slot);
         tg__free(tmp);
         return e;
     }
@@ -341,7 +386,8 @@ static tg_status write_replace(const char *path, const char *dst,
         st = tg_set_error(TG_ERR_IO, "%s: cannot rename %s into place: %s", path, tmp,
                           strerror(errno));
     if (st) remove(tmp);
-    else sync_dir(dst);
+    temp_unregister(slot);
+    if (!st) sync_dir(dst);
     tg__free(tmp);
     return st;
 }

@@ -89,6 +89,10 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
  * stdout (written through a duplicate of fd 1 and flushed; a failed write is
  * this call's error). Paths of PATH_MAX bytes or more are TG_ERR_INVALID. */
 tg_status tg_write_atomic(const char *path, tg_status (*fn)(FILE *f, void *ctx), void *ctx);
+/* For a signal handler that ends the process (async-signal-safe): unlink the
+ * temporary files of the tg_write_atomic calls in progress, so that none is
+ * left; their targets stay as they were. */
+void tg_write_atomic_abandon(void);
 
 /* ---- the input limit ----
  * Every reader refuses an input that needs more than the input limit, with
