@@ -197,13 +197,14 @@ static tg_status on_progress(void *user, const tg_trainer_progress *p)
 static int check_out_dir(job *j)
 {
     const settings *s = &j->s;
-    if (tg_tl_files_init(CMD, &j->rf, s->out) || tg_rd_lock(s->out)) return 2;
+    if (tg_tl_files_init(CMD, &j->rf, s->out)) return 2;
     j->continuing = s->resume && tg_rd_same_dir(j->resume_dir, s->out);
     const tg_cli_file in[] = {{"--data", strcmp(s->data, TG_BUILTIN_DATA) ? s->data : NULL},
                               {"--resume", j->continuing ? NULL : s->resume},
                               {"(the resumed run's best weights)",
                                j->continuing ? NULL : j->resume_best}};
-    if (tg_tl_files_check(CMD, &j->rf, in, 3)) return 2;
+    /* nothing is created (the lock makes --out) before the run files are checked */
+    if (tg_tl_files_check(CMD, &j->rf, in, 3) || tg_rd_lock(s->out)) return 2;
     char found[256];
     if (j->continuing || s->overwrite || !tg_rd_run_files_present(&j->rf, found, sizeof found))
         return 0;
