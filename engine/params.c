@@ -328,13 +328,13 @@ tg_status tg_params_alloc_state(tg_params *ps, int slot)
 
 void tg_init_constant(tg_tensor *t, double v)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_constant")) return;
     for (int64_t i = 0; i < t->numel; i++) tg_tensor_set(t, i, v);
 }
 
 void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_uniform")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, lo + (hi - lo) * tg_rng_uniform(rng));
@@ -342,7 +342,7 @@ void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
 
 void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_normal")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, mean + std * tg_rng_normal(rng));
@@ -351,7 +351,7 @@ void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, double hi,
                           tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_trunc_normal")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++) {
         double v = mean;
@@ -366,7 +366,7 @@ void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, doub
 
 int64_t tg_fan_in(const tg_tensor *t)
 {
-    TG__NONNULL(t, 0);
+    if (tg_tensor_check_shape(t, "tg_fan_in")) return 0;
     if (t->rank < 2) return t->rank == 1 ? t->shape[0] : 1;
     int64_t fan = t->shape[1];
     for (int i = 2; i < t->rank; i++) fan *= t->shape[i];
@@ -375,7 +375,7 @@ int64_t tg_fan_in(const tg_tensor *t)
 
 void tg_init_kaiming_uniform(tg_tensor *t, double a, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_kaiming_uniform")) return;
     TG__NONNULL_VOID(rng);
     int64_t fan = tg_fan_in(t);
     double gain = sqrt(2.0 / (1.0 + a * a));

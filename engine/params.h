@@ -41,7 +41,8 @@ typedef struct tg_params tg_params;
  * graph holds it, else with the last graph that does, so forward and
  * backward never run on freed parameters. The caller must not use ps (or its
  * tg_param pointers) after tg_params_free either way; a graph built on it
- * stays usable until tg_graph_free. */
+ * stays usable until tg_graph_free. An optimizer holds its store the same
+ * way, until tg_optim_free (optim.h). */
 tg_params *tg_params_new(tg_dtype dt);
 void       tg_params_free(tg_params *ps);
 tg_dtype   tg_params_dtype(const tg_params *ps);
