@@ -258,6 +258,8 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
 {
     if (!tg_builder_check(g, "param", 0, NULL)) return NULL;
     if (!p) return tg_graph_fail(g, "param: parameter is NULL");
+    if (tg_tensor_check(&p->value, "param") || tg_tensor_check(&p->grad, "param"))
+        return tg_graph_fail(g, "param '%s': %s", p->name, tg_last_error());
     if (p->value.dtype != g->dtype)
         return tg_graph_fail(g, "param '%s': dtype %s differs from the graph's %s", p->name,
                              tg_dtype_name(p->value.dtype), tg_dtype_name(g->dtype));

@@ -15,6 +15,7 @@ struct tg_params {
     tg_dtype   dtype;
     int        refs;        /* the owner (until tg_params_free) + one per graph using it */
     bool       owner_freed; /* tg_params_free was called */
+    bool       shapes_only; /* tg_params_new_shapes: parameters without data */
     int        count, cap;
     tg_param **items;       /* creation order */
     int       *table;       /* open addressing: index+1 into items, 0 = empty */
@@ -53,6 +54,27 @@ tg_params *tg_params_new(tg_dtype dt)
     ps->dtype = dt;
     ps->refs = 1;
     return ps;
+}
+
+tg_params *tg_params_new_shapes(tg_dtype dt)
+{
+    tg_params *ps = tg_params_new(dt);
+    if (ps) ps->shapes_only = true;
+    return ps;
+}
+
+int64_t tg_params_bytes(const tg_params *ps)
+{
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_bytes: ps is NULL");
+        return 0;
+    }
+    int64_t n = 0;
+    for (int i = 0; i < ps->count; i++) {
+        int64_t b = ps->items[i]->value.numel * (int64_t)tg_dtype_size(ps->dtype);
+        n = b > INT64_MAX - n ? INT64_MAX : n + b;
+    }
+    return n;
 }
 
 static void param_free(tg_param *p)
@@ -183,12 +205,14 @@ tg_param *tg_params_alias_target(const tg_params *ps, int i)
 }
 
 static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t *shape,
-                              int64_t numel)
+                              int64_t numel, bool shapes_only)
 {
     t->dtype = dt;
     t->rank = rank;
     if (rank) memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
     t->numel = numel;
+    t->data = NULL;
+    if (shapes_only) return TG_OK;
     size_t bytes = (size_t)numel * tg_dtype_size(dt);
     t->data = tg__malloc_aligned(bytes);
     if (!t->data) return tg_set_error(TG_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
@@ -229,8 +253,8 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
     box->owner = ps;
     tg_param *p = &box->p;
     p->name = tg__strdup(name);
-    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel) != TG_OK ||
-        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel) != TG_OK) {
+    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel, ps->shapes_only) ||
+        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel, ps->shapes_only)) {
         param_free(p);
         goto oom;
     }
@@ -317,8 +341,11 @@ tg_status tg_params_alloc_state(tg_params *ps, int slot)
     for (int i = 0; i < ps->count; i++) {
         tg_param *p = ps->items[i];
         if (p->state[slot].data) continue;
+        if (ps->shapes_only)
+            return tg_set_error(TG_ERR_STATE, "params: a shapes-only store has no optimizer "
+                                "state");
         tg_status st = tensor_alloc(&p->state[slot], ps->dtype, p->value.rank, p->value.shape,
-                                    p->value.numel);
+                                    p->value.numel, false);
         if (st) return st;
     }
     return TG_OK;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "layer_case.h"
 
@@ -385,4 +387,71 @@ Test(summary, every_layer_profiles)
         cr_assert_eq(rc, 0, "dot %s: %s", name, err);
         cr_assert(strstr(out, "legend [label=") && strstr(out, "\\nprofiled: "), "%s", name);
     }
+}
+
+/* ---- issue 31, item 7: a model too large for memory is counted, never allocated ---- */
+
+/* The tool's address space capped well below what allocating would take, so
+ * a regression fails (out of memory) instead of taking the machine down. */
+static void cap_address_space(void)
+{
+    struct rlimit rl = {.rlim_cur = (rlim_t)4 << 30, .rlim_max = (rlim_t)4 << 30};
+    struct rlimit old;
+    cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < rl.rlim_max) rl = old;
+    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+    unsetenv("TGRAPH_MEM_LIMIT");
+}
+
+/* crossformer at d_model=100000: 800 billion parameters, 6.4 TB of values
+ * and gradients. summary prints the counts from the shapes, exit 0. */
+Test(summary, huge_model_counts_without_allocating)
+{
+    static char out[8192], err[4096];
+    cap_address_space();
+    int rc = tt_run_tool_out(TT_ARGS("summary", "crossformer", "--set", "d_model=100000"), out,
+                             sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "Parameters: 800,055,200,196 (trainable 800,055,200,196)"), "%s", out);
+    cr_assert(strstr(out, "would not fit"), "%s", out);
+}
+
+/* The commands that allocate a model refuse it first: exit 2 with the bytes. */
+Test(summary, huge_model_refused_before_allocating)
+{
+    static char out[8192], err[4096];
+    cap_address_space();
+    const char *dir = tt_path("run");
+    int rc = tt_run_tool_out(TT_ARGS("train", "--model", "crossformer", "--set", "d_model=100000",
+                                     "--out-dir", dir), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "parameters need "), "%s", err);
+    cr_assert(strstr(err, " bytes (6.4e+03 GB: values and gradients), more than the "), "%s", err);
+    cr_assert_neq(access(dir, F_OK), 0, "train made %s", dir);
+    rc = tt_run_tool_out(TT_ARGS("bench", "crossformer", "--set", "d_model=100000"), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "crossformer: its 800055200196 parameters need 6400441601568 bytes"),
+              "%s", err);
+}
+
+/* TGRAPH_MEM_LIMIT caps it: a small model over a 1 KiB cap is refused by
+ * gradcheck, counted by summary; a bad value is an error. */
+Test(summary, mem_limit_env)
+{
+    static char out[8192], err[4096];
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "1K", 1), 0);
+    int rc = tt_run_tool_out(TT_ARGS("gradcheck", "linear_forecast"), out, sizeof out, err,
+                             sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "more than the 1024 bytes (1.02e-06 GB) available (TGRAPH_MEM_LIMIT)"),
+              "%s", err);
+    rc = tt_run_tool_out(TT_ARGS("summary", "linear_forecast"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "No module table"), "%s", out);
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "lots", 1), 0);
+    rc = tt_run_tool_out(TT_ARGS("summary", "linear_forecast"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "TGRAPH_MEM_LIMIT=lots: expected a byte count"), "%s", err);
+    unsetenv("TGRAPH_MEM_LIMIT");
 }
