@@ -239,7 +239,13 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
         tg_set_error(TG_ERR_INVALID, "params: a parameter named '%s' already exists", name);
         return NULL;
     }
-    if (tg_shape_numel(rank, shape, &numel) != TG_OK) return NULL;
+    tg_status bad = tg_shape_numel(rank, shape, &numel);
+    if (bad) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", tg_last_error());
+        tg_set_error(bad, "params: '%s': %s", name, msg);
+        return NULL;
+    }
     if (ps->count == ps->cap) {
         int cap = ps->cap ? ps->cap * 2 : 32;
         tg_param **items = tg__realloc(ps->items, (size_t)cap * sizeof *items);

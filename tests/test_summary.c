@@ -414,6 +414,12 @@ Test(summary, huge_model_counts_without_allocating)
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert(strstr(out, "Parameters: 800,055,200,196 (trainable 800,055,200,196)"), "%s", out);
     cr_assert(strstr(out, "would not fit"), "%s", out);
+    /* d_model=1e9: a weight of 1e18 elements cannot even be counted in bytes */
+    rc = tt_run_tool_out(TT_ARGS("summary", "crossformer", "--set", "d_model=1000000000"), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "query_projection.weight': element count 1000000000000000000 is too "
+                          "large"), "%s", err);
 }
 
 /* The commands that allocate a model refuse it first: exit 2 with the bytes. */
