@@ -76,6 +76,7 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
                             "backward: a gradient can be implied only for an output with one "
                             "element; node %d has %lld (pass dy)", out->id,
                             (long long)out->value.numel);
+    if (dy && (st = tg_tensor_check(dy, "backward: dy"))) return st;
     if (dy && !tg_tensor_same_shape(dy, &out->value)) {
         char a[160], b[160];
         return tg_set_error(TG_ERR_SHAPE, "backward: dy has shape %s but the output has %s",

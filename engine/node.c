@@ -181,7 +181,7 @@ tg_node *tg_input(tg_graph *g, const char *name, tg_dtype dt, int rank, const in
 tg_node *tg_constant(tg_graph *g, const char *name, const tg_tensor *t)
 {
     if (!tg_builder_check(g, "constant", 0, NULL)) return NULL;
-    if (!t) return tg_graph_fail(g, "constant: tensor is NULL");
+    if (tg_tensor_check(t, "constant")) return tg_graph_fail(g, "%s", tg_last_error());
     tg_dtype dt = tg_dtype_is_float(t->dtype) ? g->dtype : t->dtype;
     tg_node *n = node_create(g, TG_NODE_CONST, NULL, 0, NULL, dt, t->rank, t->shape, "constant");
     if (!n) return NULL;
@@ -260,6 +260,8 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
 {
     if (!tg_builder_check(g, "param", 0, NULL)) return NULL;
     if (!p) return tg_graph_fail(g, "param: parameter is NULL");
+    if (tg_tensor_check(&p->value, "param") || tg_tensor_check(&p->grad, "param"))
+        return tg_graph_fail(g, "param '%s': %s", p->name, tg_last_error());
     if (p->value.dtype != g->dtype)
         return tg_graph_fail(g, "param '%s': dtype %s differs from the graph's %s", p->name,
                              tg_dtype_name(p->value.dtype), tg_dtype_name(g->dtype));
@@ -320,7 +322,9 @@ const tg_tensor *tg_node_grad(const tg_node *n)
 
 tg_status tg_node_set(tg_node *n, const tg_tensor *src)
 {
-    if (!n || !src) return tg_set_error(TG_ERR_INVALID, "set: node or tensor is NULL");
+    if (!n) return tg_set_error(TG_ERR_INVALID, "set: node is NULL");
+    tg_status bad = tg_tensor_check(src, "set");
+    if (bad) return bad;
     if (n->kind != TG_NODE_INPUT && n->kind != TG_NODE_CONST)
         return tg_set_error(TG_ERR_INVALID, "set: node %d (%s) is not an input or constant",
                             n->id, n->name);

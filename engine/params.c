@@ -15,6 +15,7 @@ struct tg_params {
     tg_dtype   dtype;
     int        refs;        /* the owner (until tg_params_free) + one per graph using it */
     bool       owner_freed; /* tg_params_free was called */
+    bool       shapes_only; /* tg_params_new_shapes: parameters without data */
     int        count, cap;
     tg_param **items;       /* creation order */
     int       *table;       /* open addressing: index+1 into items, 0 = empty */
@@ -53,6 +54,27 @@ tg_params *tg_params_new(tg_dtype dt)
     ps->dtype = dt;
     ps->refs = 1;
     return ps;
+}
+
+tg_params *tg_params_new_shapes(tg_dtype dt)
+{
+    tg_params *ps = tg_params_new(dt);
+    if (ps) ps->shapes_only = true;
+    return ps;
+}
+
+int64_t tg_params_bytes(const tg_params *ps)
+{
+    if (!ps) {
+        tg_set_error(TG_ERR_INVALID, "tg_params_bytes: ps is NULL");
+        return 0;
+    }
+    int64_t n = 0;
+    for (int i = 0; i < ps->count; i++) {
+        int64_t b = ps->items[i]->value.numel * (int64_t)tg_dtype_size(ps->dtype);
+        n = b > INT64_MAX - n ? INT64_MAX : n + b;
+    }
+    return n;
 }
 
 static void param_free(tg_param *p)
@@ -183,12 +205,14 @@ tg_param *tg_params_alias_target(const tg_params *ps, int i)
 }
 
 static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t *shape,
-                              int64_t numel)
+                              int64_t numel, bool shapes_only)
 {
     t->dtype = dt;
     t->rank = rank;
     if (rank) memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
     t->numel = numel;
+    t->data = NULL;
+    if (shapes_only) return TG_OK;
     size_t bytes = (size_t)numel * tg_dtype_size(dt);
     t->data = tg__malloc_aligned(bytes);
     if (!t->data) return tg_set_error(TG_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
@@ -215,7 +239,13 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
         tg_set_error(TG_ERR_INVALID, "params: a parameter named '%s' already exists", name);
         return NULL;
     }
-    if (tg_shape_numel(rank, shape, &numel) != TG_OK) return NULL;
+    tg_status bad = tg_shape_numel(rank, shape, &numel);
+    if (bad) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", tg_last_error());
+        tg_set_error(bad, "params: '%s': %s", name, msg);
+        return NULL;
+    }
     if (ps->count == ps->cap) {
         int cap = ps->cap ? ps->cap * 2 : 32;
         tg_param **items = tg__realloc(ps->items, (size_t)cap * sizeof *items);
@@ -229,8 +259,8 @@ tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t
     box->owner = ps;
     tg_param *p = &box->p;
     p->name = tg__strdup(name);
-    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel) != TG_OK ||
-        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel) != TG_OK) {
+    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel, ps->shapes_only) ||
+        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel, ps->shapes_only)) {
         param_free(p);
         goto oom;
     }
@@ -317,8 +347,11 @@ tg_status tg_params_alloc_state(tg_params *ps, int slot)
     for (int i = 0; i < ps->count; i++) {
         tg_param *p = ps->items[i];
         if (p->state[slot].data) continue;
+        if (ps->shapes_only)
+            return tg_set_error(TG_ERR_STATE, "params: a shapes-only store has no optimizer "
+                                "state");
         tg_status st = tensor_alloc(&p->state[slot], ps->dtype, p->value.rank, p->value.shape,
-                                    p->value.numel);
+                                    p->value.numel, false);
         if (st) return st;
     }
     return TG_OK;
@@ -328,13 +361,13 @@ tg_status tg_params_alloc_state(tg_params *ps, int slot)
 
 void tg_init_constant(tg_tensor *t, double v)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_constant")) return;
     for (int64_t i = 0; i < t->numel; i++) tg_tensor_set(t, i, v);
 }
 
 void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_uniform")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, lo + (hi - lo) * tg_rng_uniform(rng));
@@ -342,7 +375,7 @@ void tg_init_uniform(tg_tensor *t, double lo, double hi, tg_rng *rng)
 
 void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_normal")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++)
         tg_tensor_set(t, i, mean + std * tg_rng_normal(rng));
@@ -351,7 +384,7 @@ void tg_init_normal(tg_tensor *t, double mean, double std, tg_rng *rng)
 void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, double hi,
                           tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_trunc_normal")) return;
     TG__NONNULL_VOID(rng);
     for (int64_t i = 0; i < t->numel; i++) {
         double v = mean;
@@ -366,7 +399,7 @@ void tg_init_trunc_normal(tg_tensor *t, double mean, double std, double lo, doub
 
 int64_t tg_fan_in(const tg_tensor *t)
 {
-    TG__NONNULL(t, 0);
+    if (tg_tensor_check_shape(t, "tg_fan_in")) return 0;
     if (t->rank < 2) return t->rank == 1 ? t->shape[0] : 1;
     int64_t fan = t->shape[1];
     for (int i = 2; i < t->rank; i++) fan *= t->shape[i];
@@ -375,7 +408,7 @@ int64_t tg_fan_in(const tg_tensor *t)
 
 void tg_init_kaiming_uniform(tg_tensor *t, double a, tg_rng *rng)
 {
-    TG__NONNULL_VOID(t);
+    if (tg_tensor_check(t, "tg_init_kaiming_uniform")) return;
     TG__NONNULL_VOID(rng);
     int64_t fan = tg_fan_in(t);
     double gain = sqrt(2.0 / (1.0 + a * a));

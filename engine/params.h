@@ -41,9 +41,18 @@ typedef struct tg_params tg_params;
  * graph holds it, else with the last graph that does, so forward and
  * backward never run on freed parameters. The caller must not use ps (or its
  * tg_param pointers) after tg_params_free either way; a graph built on it
- * stays usable until tg_graph_free. */
+ * stays usable until tg_graph_free. An optimizer holds its store the same
+ * way, until tg_optim_free (optim.h). */
 tg_params *tg_params_new(tg_dtype dt);
 void       tg_params_free(tg_params *ps);
+/* A store whose parameters have shapes but no data (value, grad and state
+ * data NULL): for counting a model's parameters without allocating them
+ * (tgraph summary, the CLI's memory check). Graphs, optimizers, initialisers
+ * and savers refuse its parameters (the tensor check: data is NULL). */
+tg_params *tg_params_new_shapes(tg_dtype dt);
+/* Bytes of the store's parameter values (numel x dtype size, summed; one copy:
+ * the gradients take as many again); INT64_MAX when that overflows. */
+int64_t    tg_params_bytes(const tg_params *ps);
 tg_dtype   tg_params_dtype(const tg_params *ps);
 
 /* Add a zero-filled parameter. NULL (tg_last_error()) when the name exists,

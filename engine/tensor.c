@@ -66,6 +66,10 @@ char *tg_shape_str(int rank, const int64_t *shape, char *buf, size_t len)
         return NULL;
     }
     if (!len) return buf;
+    if (rank < 0 || rank > TG_MAX_RANK) {   /* never read past shape[TG_MAX_RANK] */
+        snprintf(buf, len, "[rank %d?]", rank);
+        return buf;
+    }
     if (!shape && rank > 0) {
         tg_set_error(TG_ERR_INVALID, "tg_shape_str: shape is NULL");
         snprintf(buf, len, "[?]");
@@ -77,6 +81,48 @@ char *tg_shape_str(int rank, const int64_t *shape, char *buf, size_t len)
         at += (size_t)snprintf(buf + at, len - at, i ? ", %lld" : "%lld", (long long)shape[i]);
     if (at < len) snprintf(buf + at, len - at, "]");
     return buf;
+}
+
+/* The one check of a caller's tensor (tensor.h): header first, then data. */
+static tg_status tensor_check(const tg_tensor *t, const char *what, bool need_data)
+{
+    if (!what) what = "tensor";
+    if (!t) return tg_set_error(TG_ERR_INVALID, "%s: tensor is NULL", what);
+    if ((unsigned)t->dtype >= TG_DTYPE_COUNT)
+        return tg_set_error(TG_ERR_DTYPE, "%s: unknown dtype %d", what, (int)t->dtype);
+    if (t->rank < 0)
+        return tg_set_error(TG_ERR_LIMIT, "%s: rank %d is negative", what, t->rank);
+    if (t->rank > TG_MAX_RANK)
+        return tg_set_error(TG_ERR_LIMIT, "%s: rank %d is above the maximum rank %d", what,
+                            t->rank, TG_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->shape[i] < 0)
+            return tg_set_error(TG_ERR_SHAPE, "%s: negative dimension %lld at dim %d", what,
+                                (long long)t->shape[i], i);
+        if (!tg__mul_overflow_i64(n, t->shape[i], &n) || n > (INT64_MAX >> 5))
+            return tg_set_error(TG_ERR_LIMIT, "%s: element count overflows at dim %d", what, i);
+    }
+    if (t->numel != n) {
+        char sh[128];
+        return tg_set_error(TG_ERR_SHAPE, "%s: numel is %lld but shape %s has %lld elements",
+                            what, (long long)t->numel, tg_shape_str(t->rank, t->shape, sh,
+                                                                    sizeof sh), (long long)n);
+    }
+    if (need_data && n > 0 && !t->data)
+        return tg_set_error(TG_ERR_INVALID, "%s: data is NULL with %lld elements", what,
+                            (long long)n);
+    return TG_OK;
+}
+
+tg_status tg_tensor_check(const tg_tensor *t, const char *what)
+{
+    return tensor_check(t, what, true);
+}
+
+tg_status tg_tensor_check_shape(const tg_tensor *t, const char *what)
+{
+    return tensor_check(t, what, false);
 }
 
 int tg_wrap_dim(int64_t dim, int rank)
@@ -132,10 +178,7 @@ void tg_tensor_free(tg_tensor *t)
 
 tg_tensor *tg_tensor_clone(const tg_tensor *t)
 {
-    if (!t) {
-        tg_set_error(TG_ERR_INVALID, "tg_tensor_clone: t is NULL");
-        return NULL;
-    }
+    if (tg_tensor_check(t, "tg_tensor_clone")) return NULL;
     tg_tensor *c = tg_tensor_new(t->dtype, t->rank, t->shape);
     if (c) memcpy(c->data, t->data, (size_t)t->numel * tg_dtype_size(t->dtype));
     return c;
@@ -143,10 +186,9 @@ tg_tensor *tg_tensor_clone(const tg_tensor *t)
 
 bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b)
 {
-    if (!a || !b) {
-        tg_set_error(TG_ERR_INVALID, "tg_tensor_same_shape: %s is NULL", a ? "b" : "a");
+    if (tg_tensor_check_shape(a, "tg_tensor_same_shape: a") ||
+        tg_tensor_check_shape(b, "tg_tensor_same_shape: b"))
         return false;
-    }
     if (a->rank != b->rank) return false;
     for (int i = 0; i < a->rank; i++)
         if (a->shape[i] != b->shape[i]) return false;
@@ -155,8 +197,9 @@ bool tg_tensor_same_shape(const tg_tensor *a, const tg_tensor *b)
 
 tg_status tg_tensor_copy(tg_tensor *dst, const tg_tensor *src)
 {
-    if (!dst || !src)
-        return tg_set_error(TG_ERR_INVALID, "tg_tensor_copy: %s is NULL", dst ? "src" : "dst");
+    tg_status st = tg_tensor_check(dst, "tg_tensor_copy: dst");
+    if (!st) st = tg_tensor_check(src, "tg_tensor_copy: src");
+    if (st) return st;
     if (!tg_tensor_same_shape(dst, src)) {
         char a[96], b[96];
         return tg_set_error(TG_ERR_SHAPE, "expected shape %s, got %s",
@@ -177,12 +220,10 @@ tg_status tg_tensor_copy(tg_tensor *dst, const tg_tensor *src)
 
 double tg_tensor_get(const tg_tensor *t, int64_t i)
 {
-    if (!t || !t->data || i < 0 || i >= t->numel) {
-        if (!t || !t->data)
-            tg_set_error(TG_ERR_INVALID, "tg_tensor_get: %s is NULL", t ? "t->data" : "t");
-        else
-            tg_set_error(TG_ERR_INVALID, "tg_tensor_get: index %lld outside [0, %lld)",
-                         (long long)i, (long long)t->numel);
+    if (tg_tensor_check(t, "tg_tensor_get")) return NAN;
+    if (i < 0 || i >= t->numel) {
+        tg_set_error(TG_ERR_INVALID, "tg_tensor_get: index %lld outside [0, %lld)",
+                     (long long)i, (long long)t->numel);
         return NAN;
     }
     switch (t->dtype) {
@@ -196,12 +237,10 @@ double tg_tensor_get(const tg_tensor *t, int64_t i)
 
 void tg_tensor_set(tg_tensor *t, int64_t i, double v)
 {
-    if (!t || !t->data || i < 0 || i >= t->numel) {
-        if (!t || !t->data)
-            tg_set_error(TG_ERR_INVALID, "tg_tensor_set: %s is NULL", t ? "t->data" : "t");
-        else
-            tg_set_error(TG_ERR_INVALID, "tg_tensor_set: index %lld outside [0, %lld)",
-                         (long long)i, (long long)t->numel);
+    if (tg_tensor_check(t, "tg_tensor_set")) return;
+    if (i < 0 || i >= t->numel) {
+        tg_set_error(TG_ERR_INVALID, "tg_tensor_set: index %lld outside [0, %lld)",
+                     (long long)i, (long long)t->numel);
         return;
     }
     switch (t->dtype) {

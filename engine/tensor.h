@@ -49,12 +49,23 @@ static inline bool tg_dtype_is_float(tg_dtype dt) { return dt == TG_F32 || dt ==
  * a dim is negative, or the count (times 16 bytes) overflows. */
 tg_status tg_shape_numel(int rank, const int64_t *shape, int64_t *numel);
 
-/* Write "[2, 3, 4]" into buf (always NUL-terminated); returns buf. */
+/* Write "[2, 3, 4]" into buf (always NUL-terminated); returns buf. A rank
+ * outside [0, TG_MAX_RANK] writes "[rank 99?]": it never reads past shape[]. */
 char *tg_shape_str(int rank, const int64_t *shape, char *buf, size_t len);
 
 /* Wrap a possibly negative dim for a tensor of the given rank (PyTorch: rank 0
  * accepts -1 and 0). Returns the wrapped dim, or -1 when it is out of range. */
 int tg_wrap_dim(int64_t dim, int rank);
+
+/* The check every public entry makes of a caller's tensor: not NULL, a known
+ * dtype, rank in [0, TG_MAX_RANK], no negative dim, numel the product of the
+ * shape (no overflow), and data non-NULL when numel > 0. TG_OK, or the error
+ * (TG_ERR_INVALID, _DTYPE, _LIMIT, _SHAPE) with a message starting with
+ * `what` ("tg_npy_save: numel is 2 but shape [1000000] has 1000000 elements").
+ * tg_tensor_check_shape makes every check but the data one (for tensors whose
+ * data is not there yet, or not wanted: shapes only). */
+tg_status tg_tensor_check(const tg_tensor *t, const char *what);
+tg_status tg_tensor_check_shape(const tg_tensor *t, const char *what);
 
 /* A heap tensor, zero-filled; NULL on bad shape or out of memory (message in
  * tg_last_error()). Free with tg_tensor_free (NULL is fine). */

@@ -209,6 +209,8 @@ tg_status tg_op_check_input(const tg_op_def *op, int i, const tg_tensor *t)
                                 "inputs)", in->name);
         return TG_OK;
     }
+    tg_status bad = tg_tensor_check(t, in->name);
+    if (bad) return bad;
     const char *dt = tg_dtype_name(t->dtype);
     switch (in->kind) {
     case TG_OP_IN_FLOAT:
@@ -268,6 +270,8 @@ tg_status tg_op_make_inputs(tg_graph *g, const tg_op_def *op, tg_tensor *const *
         in[i] = NULL;
         if (!t[i]) continue;
         tg_op_input_name(op, i, name, sizeof name);
+        tg_status bad = tg_tensor_check(t[i], name);
+        if (bad) return bad;
         tg_dtype dt = tg_dtype_is_float(t[i]->dtype) ? tg_graph_dtype(g) : t[i]->dtype;
         if (!(in[i] = tg_input(g, name, dt, t[i]->rank, t[i]->shape)))
             return tg_set_error(TG_ERR_INVALID, "%s", tg_graph_error(g));
@@ -313,8 +317,9 @@ tg_status tg_op_random_input(const tg_op_call *c, int i, const tg_tensor *const 
 {
     TG__NONNULL(c, TG_ERR_INVALID);
     TG__NONNULL(c->op, TG_ERR_INVALID);
-    TG__NONNULL(t, TG_ERR_INVALID);
     TG__NONNULL(rng, TG_ERR_INVALID);
+    tg_status bad = tg_tensor_check(t, "tg_op_random_input");
+    if (bad) return bad;
     const tg_op_input *spec = tg_op_input_at(c->op, i);
     if (!spec) return tg_set_error(TG_ERR_INVALID, "%s: no input %d", c->op->name, i + 1);
     if (t->dtype == TG_BOOL) {

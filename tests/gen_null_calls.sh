@@ -9,8 +9,12 @@
 # argument NULL and every other argument a valid-looking value (the table
 # `valid()` below: a fresh graph with an input node, a small tensor, a store
 # with one parameter, small numbers, the string "x"), plus one wrapper with
-# every pointer NULL. tests/test_capi.c runs each wrapper in its own process
-# (Criterion) and checks: no signal, and an error reported (see null_calls.h).
+# every pointer NULL. For every tensor argument (tg_tensor *, and arrays of
+# them that the function only reads) it also emits one wrapper per kind of bad
+# tensor in tc_ctx.bad (rank 99, data NULL, numel not the shape's product),
+# every other argument valid: the shared tensor check must refuse each.
+# tests/test_capi.c runs each wrapper in its own process (Criterion) and
+# checks: no signal, and an error reported (see null_calls.h).
 # A new public function gets its cases by being declared in a public header.
 #
 # What it is not: a C parser. It reads declarations as tgraph's headers write
@@ -59,6 +63,7 @@ tg_keys_resolve             (cfg|context|noun) no settings: every default; no co
 tg_op_call_init             cfg             no attributes given: every default (a missing required one is then the error)
 tg_value_format             (v|buf)         prints "<none>" for no value; a NULL buffer measures (snprintf)
 tg_dataset_column_name      (d|buf)         no data set: "column N"; no buffer: returns "" (it sits in printf arguments)
+tg_tensor_check(_shape)?    what            messages start "tensor: "
 '
 
 cat "$dir"/*.h | awk -v allow="$allow" '
@@ -211,7 +216,7 @@ END {
             else if (rk == "TC_RET_FLOAT") printf "    return tc_is_nan((double)%s);\n", call
             else printf "    (void)%s;\n    return 1;\n", call
             printf "}\n\n"
-            cf[ncase] = fn; ca[ncase] = (k ? pname[k] : "*"); cr[ncase] = rk
+            cf[ncase] = fn; ca[ncase] = (k ? pname[k] : "*"); cr[ncase] = rk; cb[ncase] = 0
             cw[ncase] = wname; cal[ncase] = (k ? allowed(fn, pname[k]) : 0)
             # all-NULL: allowed when every pointer argument is
             if (!k) {
@@ -220,11 +225,41 @@ END {
                 cal[ncase] = all
             }
         }
+        # a bad tensor in each tensor argument the function takes as input
+        if (fn == "tg_tensor_free") continue   # frees its argument: not for the context tensors
+        for (k = 1; k <= np; k++) {
+            if (isptr[k] != 1 || pbase[k] != "tg_tensor") continue
+            if (pstars[k] == 2 && ptype[k] !~ /\* ?const ?\*/) continue   # an out-parameter
+            if (pstars[k] > 2) continue
+            for (bad = 1; bad <= 3; bad++) {
+                args = ""
+                for (a = 1; a <= np; a++) {
+                    if (vararg[a]) continue
+                    if (a == k) v = (pstars[k] == 1 ? "&c->bad[" bad "]" : "(" ptype[a] ")c->bad_arr[" bad "]")
+                    else v = valid(a, fn)
+                    args = args (args == "" ? "" : ", ") v
+                }
+                ncase++
+                wname = "tc_w" ncase
+                call = fn "(" args ")"
+                printf "static int %s(tc_ctx *c)\n{\n    (void)c;\n", wname
+                if (rk == "TC_RET_VOID") printf "    %s;\n    return 1;\n", call
+                else if (rk == "TC_RET_STATUS") printf "    return %s != TG_OK;\n", call
+                else if (rk == "TC_RET_PTR") printf "    return tc_is_null(%s);\n", call
+                else if (rk == "TC_RET_FLOAT") printf "    return tc_is_nan((double)%s);\n", call
+                else printf "    (void)%s;\n    return 1;\n", call
+                printf "}\n\n"
+                cf[ncase] = fn; ca[ncase] = pname[k]; cr[ncase] = rk; cb[ncase] = bad
+                # these read only the header: data NULL is fine there
+                cw[ncase] = wname
+                cal[ncase] = (bad == 2 && fn ~ /^tg_(fan_in|tensor_check_shape|tensor_same_shape)$/)
+            }
+        }
     }
     if (nfun < 50) fail("only " nfun " functions found: is the header directory right?")
     print "const tc_case tc_null_cases[] = {"
     for (i = 1; i <= ncase; i++)
-        printf "    {\"%s\", \"%s\", %d, %s, %s},\n", cf[i], ca[i], cal[i], cr[i], cw[i]
+        printf "    {\"%s\", \"%s\", %d, %s, %s, %d},\n", cf[i], ca[i], cal[i], cr[i], cw[i], cb[i]
     print "};"
     printf "const int tc_null_case_count = %d;\n", ncase
     printf "const int tc_null_function_count = %d;\n", nfun

@@ -53,6 +53,8 @@ typedef struct tc_ctx {
     uint8_t          u8[64];
     size_t           sz[64];
     uint64_t         u64[64];
+    tg_tensor        bad[4];      /* [1] rank 99, [2] data NULL, [3] numel 2, shape [1000000] */
+    const tg_tensor *bad_arr[4][8]; /* bad_arr[k]: &bad[k], 8 times */
     void            *zero[64];    /* tc_zero's blocks */
     int              n_zero;
 } tc_ctx;
@@ -63,7 +65,11 @@ typedef struct tc_case {
     int         allowed;   /* NULL accepted there (see the allow-list in the generator) */
     tc_ret      ret;
     int (*call)(tc_ctx *c);/* 1 when the result is the error result of its kind */
+    int         bad;       /* 0: arg is NULL; else arg is the bad tensor tc_ctx.bad[bad] */
 } tc_case;
+
+/* What each tc_ctx.bad[k] is (k = 1, 2, 3), for messages. */
+extern const char *const tc_bad_names[4];
 
 extern const tc_case tc_null_cases[];
 extern const int tc_null_case_count;

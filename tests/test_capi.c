@@ -3,7 +3,9 @@
  * function called with NULL in each pointer argument (the cases generated from
  * the installed headers by tests/gen_null_calls.sh), out-of-range indices,
  * parameters added after the optimizer, a parameter store freed before the
- * graph that uses it, and requires_grad set after a forward.
+ * graph that uses it, and requires_grad set after a forward. Issue 31, item
+ * 6: every tensor argument also given bad tensors (rank 99, data NULL, numel
+ * not the shape's), an optimizer outliving its store.
  *
  * Each Criterion test runs in its own process, so a NULL case that crashes
  * fails as that case (function and argument named), not the whole suite.
@@ -23,6 +25,9 @@
 #include <criterion/parameterized.h>
 
 void *tc_null(void) { return NULL; }
+
+const char *const tc_bad_names[4] = {"NULL", "a tensor of rank 99", "a tensor with data NULL",
+                                     "a tensor of numel 2 and shape [1000000]"};
 
 void *tc_zero(tc_ctx *c)
 {
@@ -108,6 +113,14 @@ static void ctx_init(tc_ctx *c)
         c->u64[i] = 2;
     }
     c->i32[0] = 1;
+    for (int k = 1; k < 4; k++) {
+        c->bad[k] = (tg_tensor){.dtype = TG_F32, .rank = 2, .shape = {2, 2}, .numel = 4,
+                                .data = c->f32};
+        for (int i = 0; i < 8; i++) c->bad_arr[k][i] = &c->bad[k];
+    }
+    c->bad[1].rank = 99;
+    c->bad[2].data = NULL;
+    c->bad[3].rank = 1, c->bad[3].shape[0] = 1000000, c->bad[3].numel = 2;
 }
 
 static void ctx_free(tc_ctx *c)
@@ -152,8 +165,8 @@ static void on_crash(int sig)
 
 static void note(const char *what, const tc_case *tc)
 {
-    snprintf(crash_note, sizeof crash_note, "capi: signal %s %s(%s = NULL)\n", what, tc->func,
-             tc->arg);
+    snprintf(crash_note, sizeof crash_note, "capi: signal %s %s(%s = %s)\n", what, tc->func,
+             tc->arg, tc_bad_names[tc->bad]);
     static const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], on_crash);
 }
@@ -186,9 +199,10 @@ ParameterizedTest(int *case_index, capi, null_arguments)
     if (tc->allowed || tc->ret == TC_RET_VOID) return;
     static const char *const what[] = {"", "an error status", "NULL", "NaN", ""};
     if (tc->ret != TC_RET_OTHER)
-        cr_assert(error_result, "%s(%s = NULL) did not return %s", tc->func, tc->arg,
-                  what[tc->ret]);
-    cr_assert(saved[0], "%s(%s = NULL) left no message in tg_last_error()", tc->func, tc->arg);
+        cr_assert(error_result, "%s(%s = %s) did not return %s", tc->func, tc->arg,
+                  tc_bad_names[tc->bad], what[tc->ret]);
+    cr_assert(saved[0], "%s(%s = %s) left no message in tg_last_error()", tc->func, tc->arg,
+              tc_bad_names[tc->bad]);
 }
 
 /* The generator found the API: a few functions from each part. */
@@ -416,4 +430,79 @@ Test(capi, requires_grad_after_forward_is_refused)
     cr_assert_eq(tg_node_set_requires_grad(x, false), TG_OK);   /* no change: fine */
     tg_graph_free(g);
     (void)y;
+}
+
+/* ---- issue 31, item 6: the optimizer holds its store; every tensor checked alike ---- */
+
+/* The store and its graph freed before the optimizer: the optimizer still
+ * steps (it holds the store, as the graph did), and frees it last. */
+Test(capi, optimizer_outlives_its_store)
+{
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_param *w = tg_params_add(ps, "w", 1, (int64_t[]){3});
+    cr_assert_not_null(w, "%s", tg_last_error());
+    tg_optim *o = tg_optim_new(ps, &(tg_optim_config){.kind = TG_OPTIM_ADAM, .lr = 0.1});
+    cr_assert_not_null(o, "%s", tg_last_error());
+    tg_graph *g = tg_graph_new(TG_F32);
+    cr_assert_not_null(tg_param_node(g, w));
+    tg_graph_free(g);
+    tg_params_free(ps);
+    /* fill the heap, so a store freed too early would be reused */
+    void *junk[256];
+    for (int i = 0; i < 256; i++) {
+        junk[i] = malloc(64);
+        memset(junk[i], 0x7f, 64);
+    }
+    for (int s = 0; s < 3; s++) cr_assert_eq(tg_optim_step(o), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_optim_steps(o), 3);
+    for (int i = 0; i < 256; i++) free(junk[i]);
+    tg_optim_free(o);   /* frees the store (ASan: no leak, no use after free) */
+}
+
+/* tg_node_set with .data = NULL: an error naming it, no crash. */
+Test(capi, node_set_null_data)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 1, (int64_t[]){4});
+    tg_tensor t = {.dtype = TG_F32, .rank = 1, .shape = {4}, .numel = 4, .data = NULL};
+    cr_assert_eq(tg_node_set(x, &t), TG_ERR_INVALID);
+    assert_error_has("set: data is NULL with 4 elements");
+    tg_graph_free(g);
+}
+
+/* tg_shape_str never reads past shape[TG_MAX_RANK], whatever the rank. */
+Test(capi, shape_str_bad_rank)
+{
+    char buf[256];
+    struct { int64_t shape[TG_MAX_RANK]; int64_t canary[4]; } s;
+    for (int i = 0; i < TG_MAX_RANK; i++) s.shape[i] = 2;
+    for (int i = 0; i < 4; i++) s.canary[i] = 777;
+    cr_assert_str_eq(tg_shape_str(99, s.shape, buf, sizeof buf), "[rank 99?]");
+    cr_assert_str_eq(tg_shape_str(-1, s.shape, buf, sizeof buf), "[rank -1?]");
+    cr_assert_str_eq(tg_shape_str(TG_MAX_RANK + 1, s.shape, buf, sizeof buf), "[rank 9?]");
+    cr_assert_str_eq(tg_shape_str(TG_MAX_RANK, s.shape, buf, sizeof buf),
+                     "[2, 2, 2, 2, 2, 2, 2, 2]");
+    tg_tensor t = {.dtype = TG_F32, .rank = 99, .numel = 1, .data = buf};
+    cr_assert_neq(tg_tensor_check(&t, "t"), TG_OK);
+    assert_error_has("t: rank 99 is above the maximum rank 8");
+    t.rank = -1;
+    cr_assert_neq(tg_tensor_check(&t, "t"), TG_OK);
+    assert_error_has("t: rank -1 is negative");
+}
+
+/* tg_npy_save with numel disagreeing with the shape: refused, no file. */
+Test(capi, npy_save_numel_mismatch)
+{
+    float d[2] = {1, 2};
+    tg_tensor t = {.dtype = TG_F32, .rank = 1, .shape = {1000000}, .numel = 2, .data = d};
+    const char *path = tt_path("bad.npy");
+    cr_assert_eq(tg_npy_save(path, &t), TG_ERR_SHAPE);
+    assert_error_has("numel is 2 but shape [1000000] has 1000000 elements");
+    cr_assert_neq(access(path, F_OK), 0, "tg_npy_save wrote %s", path);
+    /* the shared check on the other tensor entries */
+    cr_assert_null(tg_tensor_clone(&t));
+    cr_assert_neq(tg_st_save(path, 1, (const char *[]){"t"}, (const tg_tensor *const[]){&t}, 0,
+                             NULL, NULL), TG_OK);
+    assert_error_has("tensor 't': numel is 2");
+    cr_assert_neq(access(path, F_OK), 0);
 }

@@ -367,7 +367,7 @@ Test(safetensors, writer_errors)
     tt_assert_last_error("duplicate metadata key 'k'");
     cr_assert_eq(tg_st_save(path, 1, (const char *[]){"w"}, (const tg_tensor *[]){NULL}, 0, NULL,
                             NULL), TG_ERR_INVALID);
-    tt_assert_last_error("tensor 'w' is not a valid tensor");
+    tt_assert_last_error("tensor 'w': tensor is NULL");
     cr_assert_eq(tg_st_save(tt_path("missing/x.safetensors"), 1, (const char *[]){"w"}, ts, 0,
                             NULL, NULL), TG_ERR_IO);
     tt_assert_last_error(tt_path("missing/x.safetensors"));

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "layer_case.h"
 
@@ -394,4 +396,89 @@ Test(summary, a_gpt_size_too_large_is_named_with_its_bound)
                         "(at most 576460752303423487 with this n_embd)");
     tt_expect_cli_error(TT_ARGS("summary", "gpt", "--set", "vocab_size=9223372036854775807"),
                         "gpt: vocab_size 9223372036854775807 is too large", NULL);
+}
+
+/* ---- issue 31, item 7: a model too large for memory is counted, never allocated ---- */
+
+/* The tool's address space capped well below what allocating would take, so
+ * a regression fails (out of memory) instead of taking the machine down.
+ * Not under AddressSanitizer: its shadow memory needs terabytes of address
+ * space, and its allocator returns NULL for such a request (make asan sets
+ * allocator_may_return_null=1) instead of touching memory. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TT_ASAN 1
+#endif
+#endif
+static void cap_address_space(void)
+{
+    unsetenv("TGRAPH_MEM_LIMIT");
+#ifndef TT_ASAN
+    struct rlimit rl = {.rlim_cur = (rlim_t)4 << 30, .rlim_max = (rlim_t)4 << 30};
+    struct rlimit old;
+    cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+    if (old.rlim_max != RLIM_INFINITY && old.rlim_max < rl.rlim_max) rl = old;
+    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+#endif
+}
+
+/* crossformer at d_model=100000: 800 billion parameters, 6.4 TB of values
+ * and gradients. summary prints the counts from the shapes, exit 0. */
+Test(summary, huge_model_counts_without_allocating)
+{
+    static char out[8192], err[4096];
+    cap_address_space();
+    int rc = tt_run_tool_out(TT_ARGS("summary", "crossformer", "--set", "d_model=100000"), out,
+                             sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "Parameters: 800,055,200,196 (trainable 800,055,200,196)"), "%s", out);
+    cr_assert(strstr(out, "would not fit"), "%s", out);
+    /* d_model=1e9: a weight of 1e18 elements cannot even be counted in bytes */
+    rc = tt_run_tool_out(TT_ARGS("summary", "crossformer", "--set", "d_model=1000000000"), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "query_projection.weight': element count 1000000000000000000 is too "
+                          "large"), "%s", err);
+}
+
+/* The commands that allocate a model refuse it first: exit 2 with the bytes. */
+Test(summary, huge_model_refused_before_allocating)
+{
+    static char out[8192], err[4096];
+    cap_address_space();
+    const char *dir = tt_path("run");
+    int rc = tt_run_tool_out(TT_ARGS("train", "--model", "crossformer", "--set", "d_model=100000",
+                                     "--out-dir", dir), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "parameters need "), "%s", err);
+    cr_assert(strstr(err, " bytes (6.4e+03 GB: values and gradients), more than the "), "%s", err);
+    cr_assert_neq(access(dir, F_OK), 0, "train made %s", dir);
+    rc = tt_run_tool_out(TT_ARGS("bench", "crossformer", "--set", "d_model=100000"), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "crossformer: its 800055200196 parameters need 6400441601568 bytes"),
+              "%s", err);
+}
+
+/* TGRAPH_MEM_LIMIT caps it: a small model over a 1 KiB cap is refused by
+ * gradcheck, counted by summary; a bad value is an error. */
+Test(summary, mem_limit_env)
+{
+    static char out[8192], err[4096];
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "1K", 1), 0);
+    int rc = tt_run_tool_out(TT_ARGS("gradcheck", "linear_forecast"), out, sizeof out, err,
+                             sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "more than the 1024 bytes (1.02e-06 GB) available (TGRAPH_MEM_LIMIT)"),
+              "%s", err);
+    rc = tt_run_tool_out(TT_ARGS("summary", "linear_forecast"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "No module table"), "%s", out);
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "lots", 1), 0);
+    rc = tt_run_tool_out(TT_ARGS("summary", "linear_forecast"), out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "TGRAPH_MEM_LIMIT=lots: expected a byte count"), "%s", err);
+    unsetenv("TGRAPH_MEM_LIMIT");
 }

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "outputs.h"
 #include "text.h"
+#include "layer_cli.h"
 #include "train_loop.h"
 #include "train_text.h"
 
@@ -141,8 +142,10 @@ static int load_model(sample_run *r)
     }
     char item[64];
     snprintf(item, sizeof item, "T=%lld", (long long)r->T);
-    if (tg_config_set(r->cfg, "B=1") || tg_config_set(r->cfg, item) ||
-        !(r->ps = tg_params_new(TG_F32)) ||
+    if (tg_config_set(r->cfg, "B=1") || tg_config_set(r->cfg, item))
+        return tg_cli_fail(CMD, "--checkpoint %s: model %s: %s", r->ckpt, model, tg_last_error());
+    if (tg_cli_check_memory(CMD, model, r->cfg, TG_F32)) return 2;
+    if (!(r->ps = tg_params_new(TG_F32)) ||
         !(r->layer = tg_layer_new(model, r->cfg, r->ps, "", NULL)))
         return tg_cli_fail(CMD, "--checkpoint %s: model %s: %s", r->ckpt, model, tg_last_error());
     if (tg_checkpoint_restore_params(&r->ck, r->ps))

@@ -40,6 +40,9 @@ typedef struct {
     int            n_rows, base;
     int64_t        params, trainable;
     double         planned;
+    int64_t        limit;        /* counts_only: the memory it would not fit in */
+    const char    *limit_source;
+    bool           counts_only;  /* too large to build: the totals of parameters alone */
 } summary;
 
 /* The shape of scope s's output: its last op whose value is read outside s,
@@ -211,9 +214,33 @@ static void print_csv(const summary *S, FILE *f)
     }
 }
 
+/* A model too large to build here: its parameter counts, from the shapes. */
+static void print_counts_only(const summary *S, FILE *f)
+{
+    char a[48], b[48], c[48], d[48];
+    fmt_count(S->params, a, sizeof a);
+    fmt_count(S->trainable, b, sizeof b);
+    tg_cli_fmt_bytes(4.0 * (double)S->params, c, sizeof c);
+    tg_cli_fmt_bytes((double)S->limit, d, sizeof d);
+    if (S->R->format == F_CSV) {
+        fprintf(f, "module,params,trainable,bytes_float32\n%s,%lld,%lld,%.0f\n", S->R->layer,
+                (long long)S->params, (long long)S->trainable, 4.0 * (double)S->params);
+        return;
+    }
+    const char *pre = S->R->format == F_MARKDOWN ? "- " : "";
+    fprintf(f, "%s%s\n%sParameters: %s (trainable %s), %s as float32\n", pre, S->R->layer, pre, a,
+            b, c);
+    fprintf(f, "%sNo module table: the model's values and gradients would not fit in the %s "
+            "available (%s), so it was not built\n", pre, d, S->limit_source);
+}
+
 static tg_status write_summary(FILE *f, void *ctx)
 {
     const summary *S = ctx;
+    if (S->counts_only) {
+        print_counts_only(S, f);
+        return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
+    }
     int ncol = S->st.steps ? 7 : 5;
     if (S->R->format == F_CSV) {
         print_csv(S, f);
@@ -284,6 +311,17 @@ static int gather(summary *S)
     const sum_req *R = S->R;
     tg_rng rng;
     tg_rng_seed(&rng, 0);
+    /* shapes first: a model that would not fit is counted, never allocated */
+    int64_t bytes;
+    if (tg_cli_model_size("summary", R->layer, R->cfg, TG_F32, &S->params, &S->trainable,
+                          &bytes) ||
+        tg_cli_mem_limit("summary", &S->limit, &S->limit_source))
+        return 2;
+    if (S->limit && (bytes > INT64_MAX / 2 || 2 * bytes > S->limit)) {
+        S->counts_only = true;
+        return 0;
+    }
+    S->params = S->trainable = 0;
     if (tg_cli_layer_build(&S->c, "summary", R->layer, R->cfg, NULL, TG_F32, &rng, false))
         return 2;
     if (R->profile) {

@@ -1,6 +1,7 @@
 /*
  * layer_cli.c - building a layer graph for the command line (see layer_cli.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,7 @@ int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_co
         return tg_cli_fail(cmd, "%s (see tgraph layers)", tg_last_error());
     }
     if (files && infer_shape_keys(cmd, cls, cfg, files)) return 2;
+    if (tg_cli_check_memory(cmd, name, cfg, dt)) return 2;
     if (!(c->ps = tg_params_new(dt))) return tg_cli_fail(cmd, "%s", tg_last_error());
     if (!(c->layer = tg_layer_new(name, cfg, c->ps, "", rng)))
         return tg_cli_fail(cmd, "%s", tg_last_error());
@@ -199,4 +201,83 @@ tg_status tg_cli_random_input(const tg_layer *layer, int i, tg_node *n, tg_rng *
     tg_status st = tg_node_set(n, t);
     tg_tensor_free(t);
     return st;
+}
+
+int tg_cli_model_size(const char *cmd, const char *name, tg_config *cfg, tg_dtype dt,
+                      int64_t *count, int64_t *trainable, int64_t *bytes)
+{
+    int64_t tr = 0;
+    tg_params *ps = tg_params_new_shapes(dt);
+    if (!ps) return tg_cli_fail(cmd, "%s", tg_last_error());
+    tg_layer *l = tg_layer_new(name, cfg, ps, "", NULL);
+    if (!l) {
+        tg_params_free(ps);
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    }
+    *count = 0;
+    for (int i = 0; i < tg_params_count(ps); i++) {
+        int64_t n = tg_params_at(ps, i)->value.numel;
+        *count = n > INT64_MAX - *count ? INT64_MAX : *count + n;
+        if (!tg_params_at(ps, i)->frozen) tr = n > INT64_MAX - tr ? INT64_MAX : tr + n;
+    }
+    if (trainable) *trainable = tr;
+    *bytes = tg_params_bytes(ps);
+    tg_layer_free(l);
+    tg_params_free(ps);
+    tg_clear_error();   /* the initialisers' "data is NULL": nothing was to be filled */
+    return 0;
+}
+
+int tg_cli_mem_limit(const char *cmd, int64_t *limit, const char **source)
+{
+    const char *env = getenv("TGRAPH_MEM_LIMIT");
+    *limit = 0;
+    *source = "";
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        int shift = 0;
+        if (*end && strchr("KkMmGgTt", *end) && !end[1]) {
+            const char *u = strchr("KkMmGgTt", *end);
+            shift = 10 * (int)(1 + (u - "KkMmGgTt") / 2);
+            end++;
+        }
+        if (errno || *end || env[0] == '-' || !(env[0] >= '0' && env[0] <= '9') ||
+            v > (unsigned long long)(INT64_MAX >> shift))
+            return tg_cli_fail(cmd, "TGRAPH_MEM_LIMIT=%s: expected a byte count such as "
+                               "8000000000 or 8G", env);
+        *limit = (int64_t)(v << shift);
+        *source = "TGRAPH_MEM_LIMIT";
+        return 0;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    long long kb;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1 && kb > 0 &&
+            kb < (long long)(INT64_MAX / 1024)) {
+            *limit = (int64_t)kb * 1024;
+            *source = "MemAvailable in /proc/meminfo";
+            break;
+        }
+    fclose(f);
+    return 0;
+}
+
+int tg_cli_check_memory(const char *cmd, const char *name, tg_config *cfg, tg_dtype dt)
+{
+    int64_t count, bytes, limit;
+    const char *source;
+    if (tg_cli_model_size(cmd, name, cfg, dt, &count, NULL, &bytes) ||
+        tg_cli_mem_limit(cmd, &limit, &source))
+        return 2;
+    int64_t need = bytes > INT64_MAX / 2 ? INT64_MAX : 2 * bytes;   /* values and gradients */
+    if (!limit || need <= limit) return 0;
+    return tg_cli_fail(cmd, "%s: its %lld parameters need %lld bytes (%.3g GB: values and "
+                       "gradients), more than the %lld bytes (%.3g GB) available (%s); lower "
+                       "the sizes, or set TGRAPH_MEM_LIMIT (tgraph(1))", name, (long long)count,
+                       (long long)need, (double)need / 1e9, (long long)limit,
+                       (double)limit / 1e9, source);
 }

@@ -37,6 +37,21 @@ void tg_cli_inputs_free(tg_cli_inputs *in);
 int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_config *cfg,
                        const tg_cli_inputs *files, tg_dtype dt, tg_rng *rng, bool grads);
 void tg_cli_layer_free(tg_cli_layer *c);
+
+/* Layer `name`'s parameter count (*trainable: not frozen; may be NULL) and
+ * the bytes of their values, from a shapes-only store (nothing allocated).
+ * 0, or 2 after printing one line. */
+int tg_cli_model_size(const char *cmd, const char *name, tg_config *cfg, tg_dtype dt,
+                      int64_t *count, int64_t *trainable, int64_t *bytes);
+/* The memory a command may use: $TGRAPH_MEM_LIMIT (bytes, or with a K, M, G
+ * or T suffix, powers of 1024) when set, else MemAvailable in /proc/meminfo;
+ * 0 when neither is known (no check). *source names which. 0, or 2 after
+ * printing one line (a bad TGRAPH_MEM_LIMIT). */
+int tg_cli_mem_limit(const char *cmd, int64_t *limit, const char **source);
+/* Refuse (2, the figures in the message) a model whose parameters, values
+ * and gradients (2 x tg_cli_model_size's bytes), exceed tg_cli_mem_limit,
+ * before anything is allocated. 0 when it fits. */
+int tg_cli_check_memory(const char *cmd, const char *name, tg_config *cfg, tg_dtype dt);
 /* Draw input i of the layer into node n through a temporary (so the process
  * holds each input once, in its graph): N(0, 1) for differentiable inputs,
  * masks 0 or -100 (as make_case.py and gradcheck make them), token ids

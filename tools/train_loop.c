@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "args.h"
+#include "layer_cli.h"
 #include "train_loop.h"
 
 /* ---- data ---- */
@@ -184,6 +185,7 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     if (force_key(cmd, cls, cfg, cfg_source, "enc_in", cols, "the data's column count") ||
         force_key(cmd, cls, cfg, cfg_source, "B", batch, "--batch-size"))
         return 2;
+    if (tg_cli_check_memory(cmd, name, cfg, TG_F32)) return 2;
     if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
         return tg_cli_fail(cmd, "%s", tg_last_error());

@@ -409,6 +409,7 @@ static int build(text_job *j)
     if (tg_text_load(s->text, &j->text)) return tg_cli_fail(CMD, "--text %s", tg_last_error());
     if (s->resume && check_resume_text(j)) return 2;
     if (model_config(j)) return 2;
+    if (tg_cli_check_memory(CMD, s->model, j->cfg, TG_F32)) return 2;
     tg_rng init;
     tg_rng_seed(&init, (uint64_t)s->seed);
     if (!(j->ps = tg_params_new(TG_F32))) return tg_cli_fail(CMD, "%s", tg_last_error());

@@ -131,7 +131,9 @@ static tg_status write_heatmap(FILE *f, void *vctx)
 tg_status tg_svg_heatmap(const char *path, const tg_tensor *attn, const tg_heatmap_opts *opts)
 {
     tg_heatmap_opts o = opts ? *opts : (tg_heatmap_opts){0};
-    if (!attn || !tg_dtype_is_float(attn->dtype))
+    tg_status bad = tg_tensor_check(attn, "heatmap");
+    if (bad) return bad;
+    if (!tg_dtype_is_float(attn->dtype))
         return tg_set_error(TG_ERR_INVALID, "heatmap: attention weights must be a float tensor");
     heat m = {.a = attn, .B = 1, .H = 1, .title = o.title ? o.title : "attention weights"};
     if (attn->rank == 4) m.B = attn->shape[0], m.H = attn->shape[1];

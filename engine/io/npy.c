@@ -523,9 +523,8 @@ static tg_status npy_write(FILE *f, void *vctx)
 tg_status tg_npy_save(const char *path, const tg_tensor *t)
 {
     if (!path) return tg_set_error(TG_ERR_INVALID, "npy: path is NULL");
-    if (!t || (unsigned)t->dtype >= TG_DTYPE_COUNT || t->rank < 0 || t->rank > TG_MAX_RANK ||
-        (t->numel && !t->data))
-        return tg_set_error(TG_ERR_INVALID, "%s: bad tensor", path);
+    tg_status bad = tg_tensor_check(t, path);
+    if (bad) return bad;
     npy_write_ctx c = {t};
     tg_status st = tg_write_atomic(path, npy_write, &c);
     if (st && !strstr(tg_last_error(), path)) {

@@ -154,10 +154,12 @@ tg_status tg_st_save(const char *path, int n, const char *const *names,
                                 "tensor", what);
         if (tg__utf8_check(names[i], strlen(names[i])) != strlen(names[i]))
             return tg_set_error(TG_ERR_INVALID, "%s: tensor name %d is not valid UTF-8", what, i);
-        if (!t || (unsigned)t->dtype >= TG_DTYPE_COUNT || t->rank < 0 || t->rank > TG_MAX_RANK ||
-            (!t->data && t->numel))
-            return tg_set_error(TG_ERR_INVALID, "%s: tensor '%s' is not a valid tensor", what,
-                                names[i]);
+        tg_status bad = tg_tensor_check(t, "");
+        if (bad) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", tg_last_error() + 2);   /* after ": " */
+            return tg_set_error(bad, "%s: tensor '%s': %s", what, names[i], msg);
+        }
         for (int d = 0; d < t->rank; d++)
             if (t->shape[d] < 0 || t->shape[d] >= ST_MAX_INT)
                 return tg_set_error(TG_ERR_INVALID, "%s: tensor '%s' has a dim outside [0, 2^48)",

@@ -107,11 +107,10 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
         return NULL;
     }
     o->ps = ps;
+    tg__params_retain(ps);   /* held until tg_optim_free, as a graph holds it */
     o->c = c;
     if (adopt_new_params(o)) {
-        tg__free(o->born);
-        tg__free(o->no_decay);
-        tg__free(o);
+        tg_optim_free(o);
         return NULL;
     }
     return o;
@@ -120,6 +119,7 @@ tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg)
 void tg_optim_free(tg_optim *o)
 {
     if (!o) return;
+    tg__params_release(o->ps);
     tg__free(o->born);
     tg__free(o->no_decay);
     tg__free(o);

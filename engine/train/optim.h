@@ -43,7 +43,10 @@ typedef struct tg_optim_config {
 
 typedef struct tg_optim tg_optim;
 
-/* An optimizer over every parameter of ps (which must outlive it). NULL with
+/* An optimizer over every parameter of ps. It holds the store until
+ * tg_optim_free, as a graph does (params.h): tg_params_free (and the graphs'
+ * tg_graph_free) before tg_optim_free is safe, and the optimizer keeps
+ * stepping the store's parameters. NULL with
  * tg_last_error() on a bad config ("lr must be > 0, got -1") or OOM. */
 tg_optim *tg_optim_new(tg_params *ps, const tg_optim_config *cfg);
 void      tg_optim_free(tg_optim *o);

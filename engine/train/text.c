@@ -212,8 +212,9 @@ tg_status tg_text_batch(const tg_text *t, tg_text_split s, tg_rng *rng, tg_tenso
 {
     TG__NONNULL(t, TG_ERR_INVALID);
     TG__NONNULL(rng, TG_ERR_INVALID);
-    TG__NONNULL(x, TG_ERR_INVALID);
-    TG__NONNULL(y, TG_ERR_INVALID);
+    tg_status bad = tg_tensor_check(x, "text batch: x");
+    if (!bad) bad = tg_tensor_check(y, "text batch: y");
+    if (bad) return bad;
     if (x->dtype != TG_I64 || y->dtype != TG_I64 || x->rank != 2 || y->rank != 2 ||
         x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->shape[1] < 1)
         return tg_set_error(TG_ERR_INVALID, "tg_text_batch: x and y must be int64 tensors of "

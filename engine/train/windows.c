@@ -282,8 +282,9 @@ tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg
 {
     TG__NONNULL(w, TG_ERR_INVALID);
     TG__NONNULL(idx, TG_ERR_INVALID);
-    TG__NONNULL(x, TG_ERR_INVALID);
     tg_status st;
+    if ((st = tg_tensor_check(x, "windows: x")) || (y && (st = tg_tensor_check(y, "windows: y"))))
+        return st;
     if (n < 1) return tg_set_error(TG_ERR_INVALID, "windows: empty batch");
     if ((st = check_batch_tensor(x, n, w->seq_len, w->cols, "x"))) return st;
     if (y && (st = check_batch_tensor(y, n, w->pred_len, w->cols, "y"))) return st;
