@@ -209,13 +209,7 @@ END {
             ncase++
             wname = "tc_w" ncase
             call = fn "(" args ")"
-            printf "static int %s(tc_ctx *c)\n{\n    (void)c;\n", wname
-            if (rk == "TC_RET_VOID") printf "    %s;\n    return 1;\n", call
-            else if (rk == "TC_RET_STATUS") printf "    return %s != TG_OK;\n", call
-            else if (rk == "TC_RET_PTR") printf "    return tc_is_null(%s);\n", call
-            else if (rk == "TC_RET_FLOAT") printf "    return tc_is_nan((double)%s);\n", call
-            else printf "    (void)%s;\n    return 1;\n", call
-            printf "}\n\n"
+            emit_case(wname, call, rk)
             cf[ncase] = fn; ca[ncase] = (k ? pname[k] : "*"); cr[ncase] = rk; cb[ncase] = 0
             cw[ncase] = wname; cal[ncase] = (k ? allowed(fn, pname[k]) : 0)
             # all-NULL: allowed when every pointer argument is
@@ -242,13 +236,7 @@ END {
                 ncase++
                 wname = "tc_w" ncase
                 call = fn "(" args ")"
-                printf "static int %s(tc_ctx *c)\n{\n    (void)c;\n", wname
-                if (rk == "TC_RET_VOID") printf "    %s;\n    return 1;\n", call
-                else if (rk == "TC_RET_STATUS") printf "    return %s != TG_OK;\n", call
-                else if (rk == "TC_RET_PTR") printf "    return tc_is_null(%s);\n", call
-                else if (rk == "TC_RET_FLOAT") printf "    return tc_is_nan((double)%s);\n", call
-                else printf "    (void)%s;\n    return 1;\n", call
-                printf "}\n\n"
+                emit_case(wname, call, rk)
                 cf[ncase] = fn; ca[ncase] = pname[k]; cr[ncase] = rk; cb[ncase] = bad
                 # these read only the header: data NULL is fine there
                 cw[ncase] = wname
@@ -265,6 +253,16 @@ END {
     printf "const int tc_null_function_count = %d;\n", nfun
 }
 
+# One case's wrapper: call it, return 1 when the call reported its error.
+function emit_case(wname, call, rk) {
+    printf "static int %s(tc_ctx *c)\n{\n    (void)c;\n", wname
+    if (rk == "TC_RET_VOID") printf "    %s;\n    return 1;\n", call
+    else if (rk == "TC_RET_STATUS") printf "    return %s != TG_OK;\n", call
+    else if (rk == "TC_RET_PTR") printf "    return tc_is_null(%s);\n", call
+    else if (rk == "TC_RET_FLOAT") printf "    return tc_is_nan((double)%s);\n", call
+    else printf "    (void)%s;\n    return 1;\n", call
+    printf "}\n\n"
+}
 function allowed(f, arg,    i, parts, n) {
     for (i = 1; i <= n_allow; i++) {
         n = split(trim(al[i]), parts, /[ \t]+/)

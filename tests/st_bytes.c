@@ -47,3 +47,23 @@ void tt_st_rewrite(const char *path, const char *tensor, double v, const char *k
     for (int i = 0; i < n; i++) tg_tensor_free(ts[i]);
     tg_st_free(f);
 }
+
+void tt_st_resave_meta(const char *src, const char *dst, const char *key, const char *value)
+{
+    tg_st_file *f;
+    cr_assert_eq(tg_st_load(src, &f), TG_OK, "%s", tg_last_error());
+    int n = tg_st_count(f), m = tg_st_meta_count(f);
+    const char *names[64], *keys[64], *vals[64];
+    const tg_tensor *ts[64];
+    cr_assert(n <= 64 && m < 64);
+    for (int i = 0; i < n; i++) names[i] = tg_st_name(f, i), ts[i] = tg_st_tensor(f, i);
+    bool found = false;
+    for (int i = 0; i < m; i++) {
+        keys[i] = tg_st_meta_key(f, i);
+        vals[i] = tg_st_meta_value(f, i);
+        if (!strcmp(keys[i], key)) vals[i] = value, found = true;
+    }
+    if (!found) keys[m] = key, vals[m++] = value;
+    cr_assert_eq(tg_st_save(dst, n, names, ts, m, keys, vals), TG_OK, "%s", tg_last_error());
+    tg_st_free(f);
+}

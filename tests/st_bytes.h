@@ -17,5 +17,8 @@ void tt_st_write_bytes(const char *path, const void *b, size_t len);
  * key NULL: none); everything else as it was. Fails the test if it cannot. */
 void tt_st_rewrite(const char *path, const char *tensor, double v, const char *key,
                    const char *value);
+/* Save the safetensors file src as dst with metadata `key` set to value
+ * (added when absent); tensors and other metadata as they were. */
+void tt_st_resave_meta(const char *src, const char *dst, const char *key, const char *value);
 
 #endif

@@ -593,13 +593,6 @@ Test(threads, concurrent_callers)
  * first allocation from that class (a worker's exit freeing its TLS) hangs.
  * Seen once in the asan suite. glibc's malloc locks around fork(), so the
  * plain suite (make test, also in CI) runs this. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TT_ASAN 1
-#endif
-#endif
 
 /* a child of fork() gets a working pool (it restarts; the parent's keeps going) */
 Test(threads, works_after_fork)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "testutil.h"
+#include "st_bytes.h"
 
 static void setup(void) { tt_deadline(60); }
 TestSuite(messages, .init = setup);
@@ -41,27 +42,6 @@ Test(messages, escape_keeps_utf8_and_escapes_controls_and_bad_bytes)
 }
 
 /* ---- checkpoints with such metadata ---- */
-
-/* src re-saved as dst with metadata `key` set to `value` (tensors as they are). */
-static void resave_with_meta(const char *src, const char *dst, const char *key, const char *value)
-{
-    tg_st_file *f;
-    cr_assert_eq(tg_st_load(src, &f), TG_OK, "%s", tg_last_error());
-    int n = tg_st_count(f), m = tg_st_meta_count(f);
-    const char *names[64], *keys[64], *vals[64];
-    const tg_tensor *ts[64];
-    cr_assert(n <= 64 && m < 64);
-    for (int i = 0; i < n; i++) names[i] = tg_st_name(f, i), ts[i] = tg_st_tensor(f, i);
-    bool found = false;
-    for (int i = 0; i < m; i++) {
-        keys[i] = tg_st_meta_key(f, i);
-        vals[i] = tg_st_meta_value(f, i);
-        if (!strcmp(keys[i], key)) vals[i] = value, found = true;
-    }
-    if (!found) keys[m] = key, vals[m++] = value;
-    cr_assert_eq(tg_st_save(dst, n, names, ts, m, keys, vals), TG_OK, "%s", tg_last_error());
-    tg_st_free(f);
-}
 
 /* An hourly CSV with columns a, b, OT. */
 static const char *write_csv(const char *path)
@@ -109,19 +89,19 @@ Test(messages, forecaster_checkpoint_metadata_is_shown_escaped)
     /* eval: the run's data, a path that does not exist */
     char evil_data[512];
     snprintf(evil_data, sizeof evil_data, "%s" EVIL, data);
-    resave_with_meta(best, bad, "data", evil_data);
+    tt_st_resave_meta(best, bad, "data", evil_data);
     expect_escaped(TT_ARGS("eval", "--checkpoint", bad), "d.csv" EVIL_SHOWN);
     /* eval, predict: a model name */
-    resave_with_meta(best, bad, "model", "linear_forecast" EVIL);
+    tt_st_resave_meta(best, bad, "model", "linear_forecast" EVIL);
     expect_escaped(TT_ARGS("eval", "--checkpoint", bad), "linear_forecast" EVIL_SHOWN);
     expect_escaped(TT_ARGS("predict", "--checkpoint", bad, "--data", data),
                    "linear_forecast" EVIL_SHOWN);
     /* predict: the columns (and a CR; a file's JSON header is UTF-8 by then) */
-    resave_with_meta(best, bad, "columns", "a\nb" EVIL "\r\nOT");
+    tt_st_resave_meta(best, bad, "columns", "a\nb" EVIL "\r\nOT");
     expect_escaped(TT_ARGS("predict", "--checkpoint", bad, "--data", data),
                    "trained on a,b" EVIL_SHOWN "\\x0d,OT");
     /* an integer that is not one */
-    resave_with_meta(best, bad, "batch_size", "1" EVIL);
+    tt_st_resave_meta(best, bad, "batch_size", "1" EVIL);
     expect_escaped(TT_ARGS("eval", "--checkpoint", bad),
                    "metadata 'batch_size' is '1" EVIL_SHOWN "'");
     /* train --resume: split and lradj */
@@ -129,10 +109,10 @@ Test(messages, forecaster_checkpoint_metadata_is_shown_escaped)
     mkdir(rdir, 0700);
     char rck[600];
     snprintf(rck, sizeof rck, "%s/checkpoint.safetensors", rdir);
-    resave_with_meta(ck, rck, "split", "120,40" EVIL);
+    tt_st_resave_meta(ck, rck, "split", "120,40" EVIL);
     expect_escaped(TT_ARGS("train", "--resume", rck, "--epochs", "2"),
                    "split '120,40" EVIL_SHOWN "'");
-    resave_with_meta(ck, rck, "lradj", "type1" EVIL);
+    tt_st_resave_meta(ck, rck, "lradj", "type1" EVIL);
     expect_escaped(TT_ARGS("train", "--resume", rck, "--epochs", "2"),
                    "'type1" EVIL_SHOWN "'");
 }
@@ -172,6 +152,6 @@ Test(messages, sample_names_a_model_escaped)
     char best[512];
     snprintf(best, sizeof best, "%s/best.safetensors", dir);
     const char *bad = tt_path("bad.safetensors");
-    resave_with_meta(best, bad, "model", "gpt" EVIL);
+    tt_st_resave_meta(best, bad, "model", "gpt" EVIL);
     expect_escaped(TT_ARGS("sample", "--checkpoint", bad), "gpt" EVIL_SHOWN);
 }

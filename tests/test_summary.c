@@ -405,13 +405,6 @@ Test(summary, a_gpt_size_too_large_is_named_with_its_bound)
  * Not under AddressSanitizer: its shadow memory needs terabytes of address
  * space, and its allocator returns NULL for such a request (make asan sets
  * allocator_may_return_null=1) instead of touching memory. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TT_ASAN 1
-#endif
-#endif
 static void cap_address_space(void)
 {
     unsetenv("TGRAPH_MEM_LIMIT");

@@ -179,27 +179,6 @@ Test(train_text, bad_text_and_options_are_named)
                         NULL);
 }
 
-/* src re-saved as dst with metadata `key` set to `value` (tensors as they are). */
-static void resave_with_meta(const char *src, const char *dst, const char *key, const char *value)
-{
-    tg_st_file *f;
-    cr_assert_eq(tg_st_load(src, &f), TG_OK, "%s", tg_last_error());
-    int n = tg_st_count(f), m = tg_st_meta_count(f);
-    const char *names[64], *keys[64], *vals[64];
-    const tg_tensor *ts[64];
-    cr_assert(n <= 64 && m < 64);
-    for (int i = 0; i < n; i++) names[i] = tg_st_name(f, i), ts[i] = tg_st_tensor(f, i);
-    bool found = false;
-    for (int i = 0; i < m; i++) {
-        keys[i] = tg_st_meta_key(f, i);
-        vals[i] = tg_st_meta_value(f, i);
-        if (!strcmp(keys[i], key)) vals[i] = value, found = true;
-    }
-    if (!found) keys[m] = key, vals[m++] = value;
-    cr_assert_eq(tg_st_save(dst, n, names, ts, m, keys, vals), TG_OK, "%s", tg_last_error());
-    tg_st_free(f);
-}
-
 Test(train_text, sample_names_a_vocabulary_that_disagrees_with_vocab_size)
 {
     const char *txt = write_text("in.txt", 600), *o = tt_path("run");
@@ -210,7 +189,7 @@ Test(train_text, sample_names_a_vocabulary_that_disagrees_with_vocab_size)
     snprintf(ck, sizeof ck, "%s/best.safetensors", o);
     const char *bad = tt_path("bad.safetensors");
     /* 21 code points where the config (and wte) say vocab_size=20 */
-    resave_with_meta(ck, bad, "text.vocab", "10 32 97 98 99 100 101 102 103 104 105 106 107 108 "
+    tt_st_resave_meta(ck, bad, "text.vocab", "10 32 97 98 99 100 101 102 103 104 105 106 107 108 "
                      "109 110 111 112 113 114 115");
     tt_expect_cli_error(TT_ARGS("sample", "--checkpoint", bad),
                         "the vocabulary in its metadata (text.vocab) has 21 entries",

@@ -92,4 +92,14 @@ int tt_run_tool(const char *const *args, char *err, size_t errlen);
  * (or "tgraph: "), containing needle1 and needle2 (NULL: not checked). */
 void tt_expect_cli_error(const char *const *args, const char *needle1, const char *needle2);
 
+/* TT_ASAN: defined when built with AddressSanitizer (gcc or clang), for the
+ * few tests that cannot run under it and say why where they skip. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TT_ASAN 1
+#endif
+#endif
+
 #endif
