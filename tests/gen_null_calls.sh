@@ -253,7 +253,7 @@ END {
     printf "const int tc_null_function_count = %d;\n", nfun
 }
 
-# One case's wrapper: call it, return 1 when the call reported its error.
+# The wrapper of one case: call it, return 1 when the call reported its error.
 function emit_case(wname, call, rk) {
     printf "static int %s(tc_ctx *c)\n{\n    (void)c;\n", wname
     if (rk == "TC_RET_VOID") printf "    %s;\n    return 1;\n", call
