@@ -182,6 +182,15 @@ tg_status tg_graph_plan(tg_graph *g);
  * scratch; leaves and parameters excluded). 0 before planning. */
 size_t tg_graph_planned_bytes(const tg_graph *g);
 
+/* A cap on the bytes one plan may hold (what tg_graph_planned_bytes would
+ * say): tg_graph_plan, and so the first forward, of a graph above it fails
+ * with TG_ERR_LIMIT naming both figures, before anything is allocated.
+ * 0 (the default) is no cap. Process-wide; the tgraph command sets it to the
+ * memory left once the parameters are counted (TGRAPH_MEM_LIMIT or
+ * MemAvailable). */
+void   tg_set_plan_limit(size_t bytes);
+size_t tg_plan_limit(void);
+
 /* Per-op timing: with profiling on, every forward and backward call of an op
  * is timed (CLOCK_MONOTONIC, two clock reads per call) and summed per node,
  * from the moment it is turned on; turning it on again starts from zero, and

@@ -33,6 +33,7 @@
  * Offsets are assigned greedily, largest buffer first, at the lowest address
  * free over its lifetime (the approach of TFLite's and ggml's allocators).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -424,9 +425,16 @@ static int collect_slots(planner *pl)
     return ns;
 }
 
+static atomic_size_t plan_limit;   /* tg_set_plan_limit; 0: none */
+
+void tg_set_plan_limit(size_t bytes) { atomic_store(&plan_limit, bytes); }
+size_t tg_plan_limit(void) { return atomic_load(&plan_limit); }
+
 /* Places the slots in one block, points every buffer at its bytes (hosted
- * ones at their host's, views at their root's); false if out of memory. */
-static bool assign_addresses(planner *pl, int ns)
+ * ones at their host's, views at their root's). TG_ERR_LIMIT (nothing
+ * allocated) when the block and scratch exceed tg_plan_limit(), TG_ERR_NOMEM
+ * when they cannot be had. */
+static tg_status assign_addresses(planner *pl, int ns)
 {
     tg_graph *g = pl->g;
     const int N = pl->N;
@@ -436,9 +444,15 @@ static bool assign_addresses(planner *pl, int ns)
     size_t bytes = place(slots, ns, tmp), scratch = 0;
     for (int i = 0; i < N; i++)
         if (g->nodes[i]->scratch > scratch) scratch = g->nodes[i]->scratch;
+    size_t limit = tg_plan_limit();
+    if (limit && (bytes > limit || scratch > limit - bytes))
+        return tg_set_error(TG_ERR_LIMIT, "plan: %d nodes need %zu bytes (%.3g GB of values, "
+                            "gradients, saved buffers and scratch), more than the limit of %zu "
+                            "bytes (%.3g GB, tg_set_plan_limit)", N, bytes + scratch,
+                            (double)(bytes + scratch) / 1e9, limit, (double)limit / 1e9);
     g->block = tg__malloc_aligned(bytes ? bytes : ALIGN);
     g->scratch = tg__malloc_aligned(scratch ? scratch : ALIGN);
-    if (!g->block || !g->scratch) return false;
+    if (!g->block || !g->scratch) return TG_ERR_NOMEM;
     memset(g->block, 0, bytes);
     for (int i = 0; i < ns; i++) {
         *slots[i].target = (unsigned char *)g->block + slots[i].offset;
@@ -458,7 +472,7 @@ static bool assign_addresses(planner *pl, int ns)
     g->block_bytes = bytes;
     g->scratch_bytes = scratch;
     g->planned = true;
-    return true;
+    return TG_OK;
 }
 
 tg_status tg_graph_plan(tg_graph *g)
@@ -477,7 +491,8 @@ tg_status tg_graph_plan(tg_graph *g)
     recomputed_lifetimes(&pl);
     values_in_place(&pl);
     gradients_in_place(&pl);
-    if (!assign_addresses(&pl, collect_slots(&pl))) goto oom;
+    if ((st = assign_addresses(&pl, collect_slots(&pl))) == TG_ERR_NOMEM) goto oom;
+    if (st) tg__plan_release(g);
     goto done;
 oom:
     st = tg_set_error(TG_ERR_NOMEM, "plan: out of memory planning %d nodes", pl.N);

@@ -561,3 +561,25 @@ Test(planner, random_graphs_every_plan_same_bits)
     free(want);
     free(got);
 }
+
+/* tg_set_plan_limit: a plan above the cap fails with TG_ERR_LIMIT naming both
+ * figures, allocates nothing, and plans once the cap allows it. */
+Test(planner, a_plan_over_the_limit_is_refused_naming_the_bytes)
+{
+    const int64_t n = 4096;
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 1, &n);
+    chain(g, x, 20, NULL);
+    cr_assert_eq(tg_plan_limit(), 0);
+    tg_set_plan_limit(4096);
+    cr_assert_eq(tg_plan_limit(), 4096);
+    cr_assert_eq(tg_graph_plan(g), TG_ERR_LIMIT);
+    tt_assert_last_error("more than the limit of 4096 bytes");
+    cr_assert(strstr(tg_last_error(), "nodes need "), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_planned_bytes(g), 0);
+    cr_assert_eq(tg_graph_forward(g), TG_ERR_LIMIT);
+    tg_set_plan_limit(0);
+    cr_assert_eq(tg_graph_forward(g), TG_OK, "%s", tg_last_error());
+    cr_assert_gt(tg_graph_planned_bytes(g), 4096);
+    tg_graph_free(g);
+}

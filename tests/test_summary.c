@@ -475,3 +475,31 @@ Test(summary, mem_limit_env)
     cr_assert(strstr(err, "TGRAPH_MEM_LIMIT=lots: expected a byte count"), "%s", err);
     unsetenv("TGRAPH_MEM_LIMIT");
 }
+
+/* The memory the parameters leave caps the step's plan: bench and train
+ * refuse a plan above it (exit 2, the bytes named) before allocating it;
+ * summary still prints its table and says the plan does not fit. */
+Test(summary, a_plan_over_the_memory_left_is_refused)
+{
+    static char out[16384], err[4096];
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "200M", 1), 0);
+    int rc = tt_run_tool_out(TT_ARGS("bench", "gpt", "--set", "B=20000"), out, sizeof out, err,
+                             sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    /* the figure holds kernel scratch, which depends on the instruction set */
+    cr_assert(strstr(err, "plan: 68 nodes need ") && strstr(err, "more than the limit of"), "%s",
+              err);
+    rc = tt_run_tool_out(TT_ARGS("summary", "gpt", "--set", "B=20000"), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "Training step's planned memory: not planned: plan: 68 nodes need ") &&
+              strstr(out, "lm_head"), "%s", out);
+    cr_assert_eq(setenv("TGRAPH_MEM_LIMIT", "30M", 1), 0);
+    rc = tt_run_tool_out(TT_ARGS("train", "--model", "crossformer", "--set", "d_model=128",
+                                 "--epochs", "1", "--out-dir", tt_path("run")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "nodes need ") && strstr(err, "lower the sizes or --batch-size"), "%s",
+              err);
+    unsetenv("TGRAPH_MEM_LIMIT");
+}

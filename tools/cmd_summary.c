@@ -39,7 +39,8 @@ typedef struct {
     sum_row       *rows;
     int            n_rows, base;
     int64_t        params, trainable;
-    double         planned;
+    double         planned;      /* < 0: the plan is over the memory left (plan_error) */
+    char           plan_error[320];
     int64_t        limit;        /* counts_only: the memory it would not fit in */
     const char    *limit_source;
     bool           counts_only;  /* too large to build: the totals of parameters alone */
@@ -170,9 +171,13 @@ static void print_totals(const summary *S, FILE *f, const char *pre)
     fmt_count(S->trainable, b, sizeof b);
     tg_cli_fmt_bytes(4.0 * (double)S->params, c, sizeof c);
     fprintf(f, "%sParameters: %s (trainable %s), %s as float32\n", pre, a, b, c);
-    tg_cli_fmt_bytes(S->planned, a, sizeof a);
-    fprintf(f, "%sTraining step's planned memory: %s (values, gradients, saved buffers and "
-            "scratch; parameters and optimizer state apart)\n", pre, a);
+    if (S->planned < 0) {
+        fprintf(f, "%sTraining step's planned memory: not planned: %s\n", pre, S->plan_error);
+    } else {
+        tg_cli_fmt_bytes(S->planned, a, sizeof a);
+        fprintf(f, "%sTraining step's planned memory: %s (values, gradients, saved buffers and "
+                "scratch; parameters and optimizer state apart)\n", pre, a);
+    }
     tg_cli_fmt_flops(top->flops, a, sizeof a);
     tg_cli_fmt_flops(3 * top->flops, b, sizeof b);
     fprintf(f, "%sFLOPs per step: forward %s; forward + backward %s (backward counted as twice "
@@ -328,9 +333,11 @@ static int gather(summary *S)
         if (tg_cli_profile(&S->c, "summary", R->steps, &S->st)) return 2;
     } else {
         if (tg_cli_train_graph(&S->c, "summary", &rng)) return 2;
-        if (tg_graph_plan(S->c.g)) return tg_cli_fail("summary", "%s", tg_last_error());
+        tg_status st = tg_graph_plan(S->c.g);
+        if (st && st != TG_ERR_LIMIT) return tg_cli_fail("summary", "%s", tg_last_error());
+        if (st) snprintf(S->plan_error, sizeof S->plan_error, "%s", tg_last_error());
     }
-    S->planned = (double)tg_graph_planned_bytes(S->c.g);
+    S->planned = S->plan_error[0] ? -1 : (double)tg_graph_planned_bytes(S->c.g);
     for (int i = 0; i < tg_params_count(S->c.ps); i++) {
         const tg_param *p = tg_params_at(S->c.ps, i);
         S->params += p->value.numel;

@@ -399,10 +399,14 @@ static int train(job *j)
 {
     tg_trainer *t = &j->tr;
     j->t_line = tg_tl_now();
-    if (!tg_trainer_run(t)) {
+    tg_status st = tg_trainer_run(t);
+    if (!st) {
         if (t->end == TG_TRAINER_STOPPED) return report_interrupt(&j->s, &j->ls, tg_rd_stop_signal);
         return t->end == TG_TRAINER_MAX_STEPS ? report_max_steps(j) : 0;
     }
+    if (st == TG_ERR_LIMIT)   /* the step's plan is larger than the memory left */
+        return tg_cli_fail(CMD, "%s; lower the sizes or --batch-size, or set TGRAPH_MEM_LIMIT "
+                           "(tgraph(1))", tg_last_error());
     switch (t->phase) {
     case TG_TRAINER_PHASE_STEP:
         if (j->s.progress) fprintf(stderr, "\n");

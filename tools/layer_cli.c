@@ -274,7 +274,13 @@ int tg_cli_check_memory(const char *cmd, const char *name, tg_config *cfg, tg_dt
         tg_cli_mem_limit(cmd, &limit, &source))
         return 2;
     int64_t need = bytes > INT64_MAX / 2 ? INT64_MAX : 2 * bytes;   /* values and gradients */
-    if (!limit || need <= limit) return 0;
+    if (!limit) return 0;
+    /* what the parameters leave is the cap on the graph's plan (activations,
+     * gradients, saved buffers and scratch) */
+    if (need <= limit) {
+        tg_set_plan_limit(need < limit ? (size_t)(limit - need) : 1);
+        return 0;
+    }
     return tg_cli_fail(cmd, "%s: its %lld parameters need %lld bytes (%.3g GB: values and "
                        "gradients), more than the %lld bytes (%.3g GB) available (%s); lower "
                        "the sizes, or set TGRAPH_MEM_LIMIT (tgraph(1))", name, (long long)count,

@@ -686,7 +686,11 @@ static int train(text_job *j)
     j->t_start = j->t_line = tg_tl_now();
     j->steps_at_start = t->state.step;
     if (t->state.step == 0 && !j->s.resume && first_evaluation(j)) return 1;
-    if (!tg_trainer_run(t)) return t->end == TG_TRAINER_STOPPED ? report_interrupt(j) : 0;
+    tg_status st = tg_trainer_run(t);
+    if (!st) return t->end == TG_TRAINER_STOPPED ? report_interrupt(j) : 0;
+    if (st == TG_ERR_LIMIT)   /* the step's plan is larger than the memory left */
+        return tg_cli_fail(CMD, "%s; lower the sizes or --batch-size, or set TGRAPH_MEM_LIMIT "
+                           "(tgraph(1))", tg_last_error());
     if (t->phase == TG_TRAINER_PHASE_STEP)
         fprintf(stderr, "tgraph train: stopped at step %lld: %s\n", (long long)t->state.step + 1,
                 tg_last_error());
