@@ -62,53 +62,11 @@ static void assert_no_leftovers(const char *d)
     closedir(h);
 }
 
-/* The path of the tgraph binary beside this test binary. */
-static void tool_path(char *buf, size_t len)
-{
-    char self[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(k, 0);
-    self[k] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(buf, len, "%.4000s/tgraph", self);
-}
-
 /* tgraph with args in a child of its own process group, stdout and stderr
  * into tt_path("child.out"/"child.err"), PATH prefixed by path_dir when given. */
 static pid_t start_tool(const char *path_dir, const char *const *args)
 {
-    char tp[PATH_MAX];
-    tool_path(tp, sizeof tp);
-    const char *argv[40] = {tp};
-    int n = 1;
-    for (; args[n - 1] && n < 38; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    const char *o = tt_path("child.out"), *e = tt_path("child.err");
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        setpgid(0, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        if (path_dir) {
-            static char path[8192];
-            const char *old = getenv("PATH");
-            snprintf(path, sizeof path, "%s:%s", path_dir, old ? old : "/usr/bin:/bin");
-            setenv("PATH", path, 1);
-        }
-        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0) _exit(126);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(tp, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
+    return tt_start_tool(args, tt_path("child.out"), tt_path("child.err"), path_dir, true);
 }
 
 /* The id of a process that has ended (reaped): no process has it now. */
@@ -179,11 +137,14 @@ Test(run_dir, two_trains_started_together_one_is_refused_naming_the_other)
     pid_t first = start_tool(NULL, TT_ARGS("train", SMALL, "--epochs", "100000", "--patience",
                                            "0", "--lradj", "constant", "--out", out));
     int status, waited = 0;
-    while (!exists(lock) && waited < 20000 && waitpid(first, &status, WNOHANG) == 0) {
+    /* the pid is written once the flock is held (the file exists a moment before) */
+    struct stat sb;
+    while (!(stat(lock, &sb) == 0 && sb.st_size > 0) && waited < 20000 &&
+           waitpid(first, &status, WNOHANG) == 0) {
         sleep_ms(10);
         waited += 10;
     }
-    if (!exists(lock)) {
+    if (!(stat(lock, &sb) == 0 && sb.st_size > 0)) {
         kill(first, SIGKILL);
         waitpid(first, &status, 0);
         cr_assert_fail("the first run holds no lock on %s", out);

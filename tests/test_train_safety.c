@@ -228,36 +228,10 @@ Test(train_safety, long_out_is_used_whole_and_nothing_is_written_outside_it)
  * ignored). */
 static pid_t start_train(const char *const *args)
 {
-    char self[PATH_MAX], tool_path[PATH_MAX], o[PATH_MAX], e[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(k, 0);
-    self[k] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(tool_path, sizeof tool_path, "%.4000s/tgraph", self);
-    const char *argv[40] = {tool_path};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
+    char o[PATH_MAX], e[PATH_MAX];
     at(o, sizeof o, "run.out");
     at(e, sizeof e, "run.err");
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fi = open("/dev/null", O_RDONLY);
-        if (fo < 0 || fe < 0 || fi < 0) _exit(126);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(tool_path, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
+    return tt_start_tool(args, o, e, NULL, false);
 }
 
 static void sleep_ms(long ms)

@@ -224,6 +224,42 @@ static void tool_path(char *buf, size_t n)
     cr_assert_eq(access(buf, X_OK), 0, "%s is missing: build it first (make test does)", buf);
 }
 
+pid_t tt_start_tool(const char *const *args, const char *out, const char *err,
+                    const char *path_dir, bool own_group)
+{
+    char tp[PATH_MAX];
+    tool_path(tp, sizeof tp);
+    const char *argv[40] = {tp};
+    int n = 1;
+    for (; args[n - 1] && n < 38; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        if (own_group) setpgid(0, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        if (path_dir) {
+            static char path[8192];
+            const char *old = getenv("PATH");
+            snprintf(path, sizeof path, "%s:%s", path_dir, old ? old : "/usr/bin:/bin");
+            setenv("PATH", path, 1);
+        }
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0) _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(tp, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* Read fd to its end into buf (NUL-terminated; the rest is dropped). */
 static void read_all(int fd, char *buf, size_t len)
 {

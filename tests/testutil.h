@@ -86,6 +86,13 @@ void tt_assert_final_line(const char *out);
  * with what it wrote to stderr. stdout goes to out likewise, or is discarded
  * when out is NULL. */
 int tt_run_tool_out(const char *const *args, char *out, size_t outlen, char *err, size_t errlen);
+/* Start tgraph with args in a child and return its pid without waiting:
+ * stdin /dev/null, stdout and stderr into the files out and err, the stop
+ * signals at their defaults (a background job may inherit them ignored),
+ * PATH prefixed by path_dir when given, in a process group of its own when
+ * own_group. */
+pid_t tt_start_tool(const char *const *args, const char *out, const char *err,
+                    const char *path_dir, bool own_group);
 int tt_run_tool(const char *const *args, char *err, size_t errlen);
 
 /* Assert exit status 2 and exactly one line on stderr, starting "tgraph CMD: "
