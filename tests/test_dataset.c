@@ -432,3 +432,16 @@ Test(dates, keep_column_for_univariate_data)
     cr_assert_eq(tg_dataset_keep_column(d, 1), TG_ERR_INVALID);
     tg_dataset_free(d);
 }
+
+/* A first cell shorter than "yyyy-" is probed for a date without reading past
+ * its end (found by fuzz_csv under ASan; make asan runs this too). */
+Test(dataset, short_first_cells_are_probed_within_their_bytes)
+{
+    tg_dataset *d = parse("id,x\nab,1\ncd,2\n");
+    cr_assert_eq(d->cols, 1);
+    tg_dataset_free(d);
+    tg_dataset *e = (tg_dataset *)1;
+    tg_status st = tg_dataset_parse_csv(",\n,", 3, "t.csv", &e);
+    cr_assert_neq(st, TG_OK);
+    cr_assert_null(e);
+}

@@ -76,10 +76,9 @@ static bool date_header(const char *h)
 static bool looks_like_date(const char *s, const char *h)
 {
     if (date_header(h)) return true;
-    bool yyyy = true;
-    for (int i = 0; i < 4; i++)
-        if (s[i] < '0' || s[i] > '9') yyyy = false;
-    if (yyyy && s[4] == '-') return true;
+    int digits = 0;   /* stops at the terminating NUL: s may be shorter than 4 */
+    while (digits < 4 && s[digits] >= '0' && s[digits] <= '9') digits++;
+    if (digits == 4 && s[4] == '-') return true;
     if (s[0] < '0' || s[0] > '9') return false;
     int seps = 0, dots = 0;
     for (const char *c = s; *c; c++) {
