@@ -7,6 +7,8 @@
  * without it (to the numbers of a straight run), and SEEDS' mean +- std.
  * The real runs take hours; this checks the machinery only.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,23 +68,28 @@ static int run_script(const char *const *env, char *out, size_t outlen)
     snprintf(script, sizeof script, "%s/../tools/doc/etth1.sh", dir);
     snprintf(tgraph, sizeof tgraph, "%s/tgraph", dir);
     const char *log = tt_path("script.log");
+    const char *set[16];
+    char tg_env[PATH_MAX + 40];
+    snprintf(tg_env, sizeof tg_env, "TGRAPH=%s", tgraph);
+    int k = 0;
+    set[k++] = tg_env;
+    for (int i = 0; env[i] && k < 15; i++) set[k++] = env[i];   /* "KEY=VALUE" */
+    set[k] = NULL;
+    char **envp = tt_env_with(set);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0, "%s: %s", log, strerror(errno));
+    char *const argv[] = {"sh", script, NULL};
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = fork();   /* fork-safe: the child only execs */
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        if (!freopen(log, "wb", stdout) || dup2(1, 2) < 0) _exit(126);
-        setenv("TGRAPH", tgraph, 1);
-        for (int i = 0; env[i]; i++) {   /* "KEY=VALUE" */
-            char kv[PATH_MAX + 64];
-            snprintf(kv, sizeof kv, "%s", env[i]);
-            char *eq = strchr(kv, '=');
-            if (!eq) _exit(126);
-            *eq = '\0';
-            setenv(kv, eq + 1, 1);
-        }
-        execl("/bin/sh", "sh", script, (char *)NULL);
+        if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+        alarm(TT_CHILD_DEADLINE);
+        execve("/bin/sh", argv, envp);
         _exit(127);
     }
+    close(fd);
+    tt_env_free(envp);
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     char *text = tt_slurp(log, NULL);

@@ -128,9 +128,19 @@ static tg_status write_slowly(FILE *f, void *vctx)
     return TG_OK;
 }
 
+/* The child: "FD PATH" (the pipe to signal on, the file to write). */
+TT_ROLE(fileio_slow_writer)
+{
+    int fd = -1, used = 0;
+    if (sscanf(tt_role_arg(), "%d %n", &fd, &used) != 1 || fd < 0) return 4;
+    slow_ctx c = {fd};
+    tg_write_atomic(tt_role_arg() + used, write_slowly, &c);
+    return 2;   /* never reached */
+}
+
 Test(fileio, killed_writer_keeps_the_old_file)
 {
-    char dir[256], path[512], tmp[600];
+    char dir[256], path[512], tmp[600], arg[600];
     make_dir(dir, sizeof dir, "kill");
     snprintf(path, sizeof path, "%s/w.npy", dir);
     tg_tensor *old = ramp(50, 0.25);
@@ -138,14 +148,8 @@ Test(fileio, killed_writer_keeps_the_old_file)
 
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        close(fds[0]);
-        slow_ctx c = {fds[1]};
-        tg_write_atomic(path, write_slowly, &c);
-        _exit(2);   /* never reached */
-    }
+    snprintf(arg, sizeof arg, "%d %s", fds[1], path);
+    pid_t pid = tt_spawn_role("fileio_slow_writer", arg, -1);
     close(fds[1]);
     char got;
     cr_assert_eq(read(fds[0], &got, 1), 1, "the child did not start writing");

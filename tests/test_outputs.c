@@ -269,23 +269,29 @@ Test(outputs, symlink_to_a_file_stays_a_link)
     cr_assert(S_ISREG(sb.st_mode));
 }
 
+/* The child: "P DIR" (print around the write when P is 1; cwd DIR). Exit 0
+ * when tg_write_atomic("-") succeeded, 1 when it failed as it should, else 2. */
+TT_ROLE(outputs_write_dash)
+{
+    int print_around = 0, used = 0;
+    if (sscanf(tt_role_arg(), "%d %n", &print_around, &used) != 1) return 98;
+    if (chdir(tt_role_arg() + used) != 0) return 99;
+    if (print_around) printf("before;");
+    tg_status st = tg_write_atomic("-", write_hello, NULL);
+    if (st && !strstr(tg_last_error(), "stdout (-): write failed")) return 2;
+    if (print_around) printf(";after");
+    fflush(stdout);
+    return st ? 1 : 0;
+}
+
 /* Call tg_write_atomic("-") in a child whose stdout is fd (and cwd the test's
  * directory, so a file named "-" would land there); returns its exit status
  * (0 when the call succeeded). */
 static int write_dash_in_child(int fd, bool print_around)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        if (dup2(fd, STDOUT_FILENO) < 0 || chdir(dir) != 0) _exit(99);
-        if (print_around) printf("before;");
-        tg_status st = tg_write_atomic("-", write_hello, NULL);
-        if (st && !strstr(tg_last_error(), "stdout (-): write failed")) _exit(2);
-        if (print_around) printf(";after");
-        fflush(stdout);
-        _exit(st ? 1 : 0);
-    }
+    char arg[600];
+    snprintf(arg, sizeof arg, "%d %s", print_around ? 1 : 0, dir);
+    pid_t pid = tt_spawn_role("outputs_write_dash", arg, fd);
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status));
@@ -386,7 +392,7 @@ static void run_tool(tool_run *r, const char *stdout_path, const char *const *ar
     int fds[2];
     cr_assert_eq(pipe(fds), 0);
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = fork();   /* fork-safe: the child only execs */
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         int out = stdout_path ? open(stdout_path, O_WRONLY) : fds[1];

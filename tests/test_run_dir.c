@@ -72,7 +72,7 @@ static pid_t start_tool(const char *path_dir, const char *const *args)
 /* The id of a process that has ended (reaped): no process has it now. */
 static pid_t gone_pid(void)
 {
-    pid_t pid = fork();
+    pid_t pid = fork();   /* fork-safe: the child only _exits */
     cr_assert_neq(pid, -1);
     if (pid == 0) _exit(0);
     cr_assert_eq(waitpid(pid, NULL, 0), pid);

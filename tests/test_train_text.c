@@ -251,7 +251,7 @@ static pid_t start_tool(const char *const *args)
     argv[n] = NULL;
     const char *e = tt_path("run.err");
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = fork();   /* fork-safe: the child only execs */
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         signal(SIGINT, SIG_DFL);

@@ -233,6 +233,12 @@ pid_t tt_start_tool(const char *const *args, const char *out, const char *err,
     int n = 1;
     for (; args[n - 1] && n < 38; n++) argv[n] = args[n - 1];
     argv[n] = NULL;
+    /* everything that allocates is done here, before the fork */
+    static char path[8192];
+    const char *old = getenv("PATH");
+    snprintf(path, sizeof path, "PATH=%s:%s", path_dir ? path_dir : "", old ? old : "/usr/bin:/bin");
+    char **env = tt_env_with(path_dir ? (const char *const[]){path, NULL}
+                                      : (const char *const[]){NULL});
     fflush(NULL);
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
@@ -241,12 +247,6 @@ pid_t tt_start_tool(const char *const *args, const char *out, const char *err,
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
-        if (path_dir) {
-            static char path[8192];
-            const char *old = getenv("PATH");
-            snprintf(path, sizeof path, "%s:%s", path_dir, old ? old : "/usr/bin:/bin");
-            setenv("PATH", path, 1);
-        }
         int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int fi = open("/dev/null", O_RDONLY);
@@ -254,9 +254,11 @@ pid_t tt_start_tool(const char *const *args, const char *out, const char *err,
         dup2(fi, 0);
         dup2(fo, 1);
         dup2(fe, 2);
-        execv(tp, (char *const *)argv);
+        alarm(TT_CHILD_DEADLINE);
+        execve(tp, (char *const *)argv, env);
         _exit(127);
     }
+    tt_env_free(env);
     return pid;
 }
 
@@ -305,6 +307,7 @@ int tt_run_tool_out(const char *const *args, char *out, size_t outlen, char *err
         dup2(out ? out_fd : devnull, 1);
         dup2(fds[1], 2);
         close(fds[0]);
+        alarm(TT_CHILD_DEADLINE);
         execv(tool, (char *const *)argv);
         _exit(127);
     }
@@ -372,6 +375,92 @@ void tt_deadline(unsigned seconds)
     sigemptyset(&sa.sa_mask);
     cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0, "sigaction(SIGALRM)");
     alarm(seconds);
+}
+
+/* Criterion runs each test in a fresh exec of this binary that has BXFI_MAP
+ * set (the runner itself has not): arm the default deadline there, before the
+ * test starts. A test's own tt_deadline replaces it. */
+__attribute__((constructor)) static void default_deadline(void)
+{
+    if (!getenv("BXFI_MAP") || getenv("TT_ROLE")) return;
+    const char *s = getenv("TT_TEST_DEADLINE");
+    long secs = s && *s ? strtol(s, NULL, 10) : TT_DEFAULT_DEADLINE;
+    if (secs <= 0 || secs > 86400) secs = TT_DEFAULT_DEADLINE;
+    deadline_seconds = (unsigned)secs;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = deadline_hit;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGALRM, &sa, NULL) == 0) alarm((unsigned)secs);
+}
+
+/* ---- children: exec only (see testutil.h) ---- */
+
+extern char **environ;
+
+static bool same_key(const char *a, const char *b)
+{
+    size_t n = strcspn(a, "=");
+    return !strncmp(a, b, n) && b[n] == '=';
+}
+
+char **tt_env_with(const char *const *set)
+{
+    size_t n = 0, k = 0, extra = 0;
+    while (environ[n]) n++;
+    while (set[extra]) extra++;
+    char **env = calloc(n + extra + 1, sizeof *env);
+    cr_assert_not_null(env);
+    for (size_t i = 0; i < n; i++) {
+        bool replaced = same_key("BXFI_MAP=", environ[i]);
+        for (size_t j = 0; j < extra && !replaced; j++) replaced = same_key(set[j], environ[i]);
+        if (!replaced) env[k++] = strdup(environ[i]);
+    }
+    for (size_t j = 0; j < extra; j++) env[k++] = strdup(set[j]);
+    for (size_t i = 0; i < k; i++) cr_assert_not_null(env[i]);
+    return env;
+}
+
+void tt_env_free(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++) free(env[i]);
+    free(env);
+}
+
+bool tt_role_is(const char *name)
+{
+    const char *r = getenv("TT_ROLE");
+    return r && !strcmp(r, name);
+}
+
+const char *tt_role_arg(void)
+{
+    const char *a = getenv("TT_ROLE_ARG");
+    return a ? a : "";
+}
+
+pid_t tt_spawn_role(const char *name, const char *arg, int out_fd)
+{
+    char self[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert(k > 0, "readlink /proc/self/exe: %s", strerror(errno));
+    self[k] = '\0';
+    char role[256], role_arg[PATH_MAX + 64];
+    snprintf(role, sizeof role, "TT_ROLE=%s", name);
+    snprintf(role_arg, sizeof role_arg, "TT_ROLE_ARG=%s", arg ? arg : "");
+    char **env = tt_env_with((const char *const[]){role, role_arg, NULL});
+    char *const argv[] = {self, NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        if (out_fd >= 0 && dup2(out_fd, STDOUT_FILENO) < 0) _exit(126);
+        alarm(TT_CHILD_DEADLINE);
+        execve(self, argv, env);
+        _exit(127);
+    }
+    tt_env_free(env);
+    return pid;
 }
 
 /* ---- files and the final line ---- */

@@ -6,6 +6,7 @@
 #define TG_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <unistd.h>
 
 #include "tgraph.h"
 #include "tensor_io.h"
@@ -66,8 +67,47 @@ const char *tt_path(const char *name);
  * `.timeout` is not used: its watchdog (boxfort's timeout thread) leaks a
  * request now and then in the runner process, which LeakSanitizer reports
  * after the whole suite has passed (tests/test_hygiene.c refuses it). Child
- * processes (tt_run_tool) do not inherit the alarm. */
+ * processes (tt_run_tool) do not inherit the alarm.
+ *
+ * Every test has one anyway: a worker process of the suite arms
+ * TT_DEFAULT_DEADLINE seconds (or $TT_TEST_DEADLINE) before the test starts,
+ * so a test that hangs is reported by name instead of stalling the run; and
+ * every tgraph a helper below starts gets TT_CHILD_DEADLINE seconds, after
+ * which it dies of SIGALRM (reported as 128 + 14). */
 void tt_deadline(unsigned seconds);
+#define TT_DEFAULT_DEADLINE 900
+#define TT_CHILD_DEADLINE 600
+
+/* ---- children of a test: exec only ----
+ *
+ * A test process has other threads (Criterion's), and AddressSanitizer's
+ * allocator (gcc 12's libsanitizer) has no fork handlers: a child of fork()
+ * that allocates can wait forever on a lock some thread held at the fork.
+ * So a child forked by a test only sets up file descriptors and execs
+ * (test_hygiene checks that every fork() outside testutil.c says on its line
+ * why its child is safe: "fork-safe: ..."). A child that must run test code (a writer
+ * killed halfway) is this test binary exec'd afresh with TT_ROLE=name:
+ *
+ *     TT_ROLE(slow_writer) { ... use tt_role_arg() ...; return exit_status; }
+ *     pid_t pid = tt_spawn_role("slow_writer", "arg", -1);
+ *
+ * The role's body runs in a constructor, before Criterion's main, and the
+ * process exits with its return value. out_fd (>= 0) becomes its stdout. */
+#define TT_ROLE(name)                                                                  \
+    static int tt_role_body_##name(void);                                              \
+    __attribute__((constructor)) static void tt_role_start_##name(void)                \
+    {                                                                                  \
+        if (tt_role_is(#name)) _exit(tt_role_body_##name());                           \
+    }                                                                                  \
+    static int tt_role_body_##name(void)
+pid_t tt_spawn_role(const char *name, const char *arg, int out_fd);
+bool tt_role_is(const char *name);
+const char *tt_role_arg(void);
+/* This process's environment with the "KEY=VALUE" strings of set (NULL-
+ * terminated) in place of any same KEY, and without Criterion's worker
+ * variable: for execve in a child. Free it with tt_env_free. */
+char **tt_env_with(const char *const *set);
+void tt_env_free(char **env);
 
 /* The whole file at path, NUL-terminated, malloc'd (free it); *n its length
  * when n is not NULL. Fails the test if the file cannot be read. */
