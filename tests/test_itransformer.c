@@ -263,3 +263,50 @@ Test(itransformer, command_line_gradcheck_dot_summary)
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "conv1") && strstr(out, "[2, 7, 32]"), "%s", out);   /* 3 + 4 tokens */
 }
+
+/* tgraph train --model itransformer: the data's dates give x_mark (timeF, 4 hourly
+ * columns; none without a date column); eval and predict feed them too */
+Test(itransformer, trains_with_time_features_from_the_command_line)
+{
+    char out[8192], err[8192];
+    const char *data = tt_path("hourly.csv");   /* 340 hours from 2016-07-01, two columns */
+    FILE *f = fopen(data, "w");
+    cr_assert(f);
+    fprintf(f, "date,a,OT\n");
+    int64_t t0;
+    cr_assert_eq(tg_date_parse("2016-07-01 00:00:00", &t0, NULL), TG_OK);
+    for (int r = 0; r < 340; r++) {
+        char date[32];
+        tg_date_format(t0 + 3600 * r, TG_DATE_YMD_HMS, date, sizeof date);
+        fprintf(f, "%s,%.4f,%.4f\n", date, sin(r * 0.26) + 0.01 * r, cos(r * 0.26 + 1) * 2);
+    }
+    fclose(f);
+    int rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--data", data,
+                                     "--split", "200,60,69", "--set", "seq_len=24", "--set",
+                                     "pred_len=8", "--set", "d_model=8", "--set", "d_ff=8",
+                                     "--set", "n_heads=2", "--epochs", "2", "--threads", "1",
+                                     "--out-dir", tt_path("run")),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "N=2 n_mark=4 seq_len=24"), "%s", out);
+    cr_assert(strstr(out, "test mse="), "%s", out);
+    rc = tt_run_tool_out(TT_ARGS("eval", "--checkpoint", tt_path("run/best.safetensors")), out,
+                         sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "test mse="), "%s", out);
+    rc = tt_run_tool_out(TT_ARGS("predict", "--checkpoint", tt_path("run/best.safetensors"),
+                                 "--data", data, "--out", tt_path("fc.csv")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "8 steps of 2 columns after 2016-07-15 03:00:00"), "%s", out);
+    /* the built-in series has no dates: no time features */
+    rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--set", "seq_len=24",
+                                 "--set", "pred_len=8", "--epochs", "1", "--max-steps", "3",
+                                 "--threads", "1", "--out-dir", tt_path("builtin")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "N=7 n_mark=0"), "%s", out);
+    tt_expect_cli_error(TT_ARGS("train", "--model", "itransformer", "--data", data, "--set",
+                                "n_mark=3", "--out-dir", tt_path("bad")),
+                        "--set n_mark=3 conflicts with the data's time features", "(4)");
+}
