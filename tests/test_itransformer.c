@@ -301,11 +301,18 @@ Test(itransformer, trains_with_time_features_from_the_command_line)
     cr_assert(strstr(out, "8 steps of 2 columns after 2016-07-15 03:00:00"), "%s", out);
     /* the built-in series has no dates: no time features */
     rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--set", "seq_len=24",
-                                 "--set", "pred_len=8", "--epochs", "1", "--max-steps", "3",
-                                 "--threads", "1", "--out-dir", tt_path("builtin")),
+                                 "--set", "pred_len=8", "--set", "activation=relu", "--epochs",
+                                 "1", "--max-steps", "3", "--threads", "1", "--out-dir",
+                                 tt_path("builtin")),
                          out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "N=7 n_mark=0"), "%s", out);
+    /* the string key goes through the checkpoint's config and back */
+    rc = tt_run_tool_out(TT_ARGS("train", "--resume", tt_path("builtin/checkpoint.safetensors"),
+                                 "--max-steps", "5", "--threads", "1"),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "factor=1 activation=relu"), "%s", out);
     tt_expect_cli_error(TT_ARGS("train", "--model", "itransformer", "--data", data, "--set",
                                 "n_mark=3", "--out-dir", tt_path("bad")),
                         "--set n_mark=3 conflicts with the data's time features", "(4)");
