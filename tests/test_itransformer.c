@@ -316,4 +316,21 @@ Test(itransformer, trains_with_time_features_from_the_command_line)
     tt_expect_cli_error(TT_ARGS("train", "--model", "itransformer", "--data", data, "--set",
                                 "n_mark=3", "--out-dir", tt_path("bad")),
                         "--set n_mark=3 conflicts with the data's time features", "(4)");
+    /* a step of 15 minutes: minutely features, MinuteOfHour first (5 columns) */
+    const char *quarter = tt_path("quarter.csv");
+    cr_assert(f = fopen(quarter, "w"));
+    fprintf(f, "date,OT\n");
+    for (int r = 0; r < 200; r++) {
+        char date[32];
+        tg_date_format(t0 + 900 * r, TG_DATE_YMD_HMS, date, sizeof date);
+        fprintf(f, "%s,%.4f\n", date, sin(r * 0.3));
+    }
+    fclose(f);
+    rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--data", quarter, "--set",
+                                 "seq_len=16", "--set", "pred_len=4", "--epochs", "1",
+                                 "--max-steps", "1", "--threads", "1", "--out-dir",
+                                 tt_path("quarter")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "N=1 n_mark=5"), "%s", out);
 }

@@ -27,9 +27,10 @@ static int data_marks(const char *cmd, tg_tl_data *td)
     const tg_dataset *d = td->d;
     if (!d->time) return 0;
     const int64_t step = d->freq;
-    snprintf(td->freq, sizeof td->freq, "%s", step <= 0 || step % 86400 ? step % 3600 ? step % 60
-                                              ? "s" : "t" : "h" : "d");
-    if (step <= 0) snprintf(td->freq, sizeof td->freq, "h");   /* TSL's default */
+    const char *freq = step <= 0 ? "h"   /* one row or none in order: TSL's default */
+                       : step % 86400 == 0 ? "d" : step % 3600 == 0 ? "h"
+                       : step % 60 == 0 ? "t" : "s";
+    snprintf(td->freq, sizeof td->freq, "%s", freq);
     tg_time_feature f[TG_TIME_FEATURES_MAX];
     int n = 0;
     if (tg_time_features_for(td->freq, f, &n)) return tg_cli_fail(cmd, "%s", tg_last_error());
