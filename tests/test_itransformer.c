@@ -316,7 +316,8 @@ Test(itransformer, trains_with_time_features_from_the_command_line)
     tt_expect_cli_error(TT_ARGS("train", "--model", "itransformer", "--data", data, "--set",
                                 "n_mark=3", "--out-dir", tt_path("bad")),
                         "--set n_mark=3 conflicts with the data's time features", "(4)");
-    /* a step of 15 minutes: minutely features, MinuteOfHour first (5 columns) */
+    /* a step of 15 minutes: TSL's default --freq h still gives the hourly 4 (as its ETTm
+     * scripts); --freq 15min the minutely 5 (MinuteOfHour first), kept by eval */
     const char *quarter = tt_path("quarter.csv");
     cr_assert(f = fopen(quarter, "w"));
     fprintf(f, "date,OT\n");
@@ -329,8 +330,24 @@ Test(itransformer, trains_with_time_features_from_the_command_line)
     rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--data", quarter, "--set",
                                  "seq_len=16", "--set", "pred_len=4", "--epochs", "1",
                                  "--max-steps", "1", "--threads", "1", "--out-dir",
+                                 tt_path("quarter_h")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "N=1 n_mark=4"), "%s", out);
+    rc = tt_run_tool_out(TT_ARGS("train", "--model", "itransformer", "--data", quarter, "--freq",
+                                 "15min", "--set", "seq_len=16", "--set", "pred_len=4",
+                                 "--epochs", "1", "--threads", "1", "--out-dir",
                                  tt_path("quarter")),
                          out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "N=1 n_mark=5"), "%s", out);
+    rc = tt_run_tool_out(TT_ARGS("eval", "--checkpoint", tt_path("quarter/best.safetensors")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "the checkpoint's --freq: %s", err);
+    tt_expect_cli_error(TT_ARGS("train", "--model", "itransformer", "--data", quarter, "--freq",
+                                "fortnightly", "--out-dir", tt_path("bad2")),
+                        "--freq: time features: unsupported frequency 'fortnightly'", NULL);
+    tt_expect_cli_error(TT_ARGS("train", "--resume", tt_path("quarter/checkpoint.safetensors"),
+                                "--freq", "h"),
+                        "--freq cannot be changed when resuming", NULL);
 }

@@ -110,7 +110,8 @@ static int load_data(predict_run *P)
 {
     tg_tl_data *td = &P->td;
     if (tg_tl_data_load(CMD, P->data, td) ||
-        tg_tl_data_layout(CMD, td, P->target, P->features))
+        tg_tl_data_layout(CMD, td, P->target, P->features) ||
+        tg_tl_data_marks(CMD, td, tg_checkpoint_meta(&P->ck, "freq")))
         return 2;
     const char *want = tg_checkpoint_meta(&P->ck, "columns");
     if (want && strcmp(want, td->columns)) {

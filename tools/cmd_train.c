@@ -222,7 +222,8 @@ static int build(job *j)
     if (strcmp(s->data, TG_BUILTIN_DATA) && tg_file_id_of(s->data, &j->data_id))
         return tg_cli_fail(CMD, "--data %s", tg_last_error());
     if (tg_tl_data_load(CMD, s->data, &j->td) ||
-        tg_tl_data_layout(CMD, &j->td, s->target, s->features))
+        tg_tl_data_layout(CMD, &j->td, s->target, s->features) ||
+        tg_tl_data_marks(CMD, &j->td, s->freq))
         return 2;
     tg_rng init_rng;
     tg_rng_seed(&init_rng, (uint64_t)s->seed);

@@ -20,24 +20,24 @@
 
 /* ---- data ---- */
 
-/* TSL's timeF features of every row, at the frequency of the data's step
- * (TSL's --freq: h for ETTh1; a step of whole days d, of minutes t, else s). */
-static int data_marks(const char *cmd, tg_tl_data *td)
+int tg_tl_data_marks(const char *cmd, tg_tl_data *td, const char *freq)
 {
     const tg_dataset *d = td->d;
-    if (!d->time) return 0;
-    const int64_t step = d->freq;
-    const char *freq = step <= 0 ? "h"   /* one row or none in order: TSL's default */
-                       : step % 86400 == 0 ? "d" : step % 3600 == 0 ? "h"
-                       : step % 60 == 0 ? "t" : "s";
+    if (!freq) freq = "h";   /* TSL's run.py default */
     snprintf(td->freq, sizeof td->freq, "%s", freq);
+    if (strlen(freq) >= sizeof td->freq)
+        return tg_cli_fail(cmd, "--freq '%.40s' is too long", freq);
+    free(td->marks);
+    td->marks = NULL;
+    td->n_mark = 0;
+    if (!d->time) return 0;
     tg_time_feature f[TG_TIME_FEATURES_MAX];
     int n = 0;
-    if (tg_time_features_for(td->freq, f, &n)) return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (tg_time_features_for(freq, f, &n)) return tg_cli_fail(cmd, "--freq: %s", tg_last_error());
     td->n_mark = n;
-    if (!(td->marks = malloc((size_t)d->rows * (size_t)n * sizeof *td->marks)))
+    if (n && !(td->marks = malloc((size_t)d->rows * (size_t)n * sizeof *td->marks)))
         return tg_cli_fail(cmd, "out of memory");
-    if (tg_dataset_time_features(d, td->freq, 0, d->rows, td->marks, (size_t)(d->rows * n)))
+    if (n && tg_dataset_time_features(d, freq, 0, d->rows, td->marks, (size_t)(d->rows * n)))
         return tg_cli_fail(cmd, "--data %s", tg_last_error());
     return 0;
 }
@@ -50,7 +50,7 @@ int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td)
                                               &td->d)
                        : tg_dataset_load_csv(spec, &td->d);
     if (st) return tg_cli_fail(cmd, "--data %s", tg_last_error());
-    return data_marks(cmd, td);
+    return 0;
 }
 
 int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,

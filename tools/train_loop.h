@@ -46,18 +46,20 @@ typedef struct tg_tl_data {
     tg_scaler    *scaler;    /* owned */
     float        *z;         /* [rows, cols] scaled */
     tg_windows    train, val, test;
-    /* TSL's timeF features of the dates (engine/train/timefeatures.h) at the
-     * data's frequency (freq: "h" for a step of whole hours, "d", "t", "s"),
-     * for a model with an x_mark input; NULL and 0 without a date column */
+    /* TSL's timeF features of the dates (engine/train/timefeatures.h) at
+     * frequency freq, for a model with an x_mark input (tg_tl_data_marks);
+     * NULL and 0 without a date column */
     float        *marks;     /* [rows, n_mark] */
     int64_t       n_mark;
-    char          freq[4];
+    char          freq[16];
 } tg_tl_data;
 
-/* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d, and with a date
- * column its time features into td->marks. Returns 0 or 2 after printing
- * one line for `cmd`. */
+/* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d. Returns 0 or 2
+ * after printing one line for `cmd`. */
 int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td);
+/* With a date column, its time features at freq (TSL's --freq; NULL: h)
+ * into td->marks (td->freq records it; none without dates). 0 or 2. */
+int tg_tl_data_marks(const char *cmd, tg_tl_data *td, const char *freq);
 /* The layout: the target column (NULL: OT when there is one, else the
  * last) and, for S, d cut down to it. Records the file's columns first.
  * 0, or 2 after printing (an unknown --target names the columns). */

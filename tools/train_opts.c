@@ -47,6 +47,10 @@ const tg_opt tg_train_opts[TG_TRAIN_OPTS_N] = {
         "only; MS every column in, the loss and metrics on the target's forecast"},
     [TG_TRAIN_O_TARGET] = {"--target", NULL, "COL",
         "the target column (default OT when there is one, else the last)"},
+    [TG_TRAIN_O_FREQ] = {"--freq", NULL, "FREQ",
+        "the time features' frequency, as TSL's run.py --freq (default h: HourOfDay, "
+        "DayOfWeek, DayOfMonth, DayOfYear; t or 15min adds MinuteOfHour, s SecondOfMinute, "
+        "d and b three, w two, m one); for a model with an x_mark input (itransformer)"},
     [TG_TRAIN_O_EPOCHS] = {"--epochs", NULL, "N",
         "default 10 (20 for a model without defaults); "
         "built-in data: 8 (crossformer), 10 (linear)"},
@@ -167,6 +171,13 @@ static int parse_data_option(job *j, tg_args *a)
         s->set_split = true;
     } else if (a->opt == TG_TRAIN_O_TARGET) {
         VALUE(&s->target);
+    } else if (a->opt == TG_TRAIN_O_FREQ) {
+        tg_time_feature f[TG_TIME_FEATURES_MAX];
+        int n;
+        VALUE(&s->freq);
+        if (tg_time_features_for(s->freq, f, &n))
+            return tg_cli_fail(CMD, "--freq: %s", tg_last_error());
+        s->set_freq = true;
     } else if (a->opt == TG_TRAIN_O_FEATURES) {
         VALUE(&v);
         if (tg_tl_features_parse(CMD, v, &s->features)) return 2;

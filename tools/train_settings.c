@@ -131,6 +131,7 @@ int tg_train_settings_put(tg_checkpoint *ck, const settings *s, const tg_tl_mode
     char sp[64];
     tg_split_format(&td->split, sp, sizeof sp);
     META("split", "%s", sp);
+    META("freq", "%s", td->freq);
     META("seq_len", "%lld", (long long)m->seq_len);
     META("pred_len", "%lld", (long long)m->pred_len);
     META("enc_in", "%lld", (long long)m->cols);
@@ -167,7 +168,8 @@ static int meta_num(const tg_checkpoint *ck, const char *key, double lo, double 
 /* Settings of a resumed run come from its checkpoint; a few may be changed. */
 static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
 {
-    const char *conflict = s->set_model ? "--model" : s->set_cfg ? "--set" : s->set_split ? "--split"
+    const char *conflict = s->set_model ? "--model" : s->set_cfg ? "--set" : s->set_freq ? "--freq"
+                           : s->set_split ? "--split"
                            : s->set_batch ? "--batch-size" : s->set_seed ? "--seed"
                            : s->set_lradj ? "--lradj" : s->set_optim ? "--optim"
                            : s->set_wd ? "--weight-decay" : NULL;
@@ -182,6 +184,7 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
         return tg_cli_fail(CMD, "--resume %s: not a checkpoint of tgraph train (metadata lacks "
                            "the run's settings)", ck->path);
     s->model = model;
+    s->freq = tg_checkpoint_meta(ck, "freq");   /* NULL (an older run): h */
     if (tg_tl_config_parse(CMD, config, cfg)) return 2;
     if (!s->set_data) s->data = data;
     if (tg_split_parse(split, &s->split) || tg_lr_schedule_parse(lradj, &s->lradj))
