@@ -111,3 +111,115 @@ const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len)
         tg__fmt(buf, len, "%llds", (long long)seconds);
     return buf;
 }
+
+/* ---- time features (TSL's timeF) ---- */
+
+/* The features of each frequency class, in TSL's order (utils/timefeatures.py:
+ * time_features_from_frequency_str). */
+typedef enum { TF_SECOND, TF_MINUTE, TF_HOUR, TF_DOW, TF_DOM, TF_DOY, TF_MONTH, TF_WEEK } tf_kind;
+static const struct {
+    char    cls;        /* y q m w d b h t s */
+    int     n;
+    tf_kind f[6];
+} tf_classes[] = {
+    {'y', 0, {0}},
+    {'q', 1, {TF_MONTH}},
+    {'m', 1, {TF_MONTH}},
+    {'w', 2, {TF_DOM, TF_WEEK}},
+    {'d', 3, {TF_DOW, TF_DOM, TF_DOY}},
+    {'b', 3, {TF_DOW, TF_DOM, TF_DOY}},
+    {'h', 4, {TF_HOUR, TF_DOW, TF_DOM, TF_DOY}},
+    {'t', 5, {TF_MINUTE, TF_HOUR, TF_DOW, TF_DOM, TF_DOY}},
+    {'s', 6, {TF_SECOND, TF_MINUTE, TF_HOUR, TF_DOW, TF_DOM, TF_DOY}},
+};
+
+/* The class letter of a pandas-style frequency string: an optional multiple,
+ * then Y/A, Q, M, W, D, B, H, T/min, S (any case); 0 when it is none. */
+static char tf_class_of(const char *freq)
+{
+    if (!freq) return 0;
+    while (*freq >= '0' && *freq <= '9') freq++;
+    char c = (char)(*freq >= 'A' && *freq <= 'Z' ? *freq - 'A' + 'a' : *freq);
+    if (!c) return 0;
+    if (!strcmp(freq, "min") || !strcmp(freq, "MIN")) return 't';
+    if (freq[1]) return 0;
+    if (c == 'a') return 'y';
+    return strchr("yqmwdbhts", c) ? c : 0;
+}
+
+int tg_time_feature_count(const char *freq)
+{
+    char c = tf_class_of(freq);
+    for (size_t i = 0; i < sizeof tf_classes / sizeof *tf_classes; i++)
+        if (tf_classes[i].cls == c) return tf_classes[i].n;
+    return -1;
+}
+
+const char *tg_time_freq_of(int64_t seconds)
+{
+    if (seconds <= 0) return NULL;
+    if (seconds < 60) return "s";
+    if (seconds < 3600) return "t";
+    if (seconds < 86400) return "h";
+    if (seconds < 7 * 86400) return "d";
+    if (seconds < 28 * 86400) return "w";
+    if (seconds < 365 * 86400) return "m";
+    return "y";
+}
+
+/* ISO 8601 week number (pandas' isocalendar().week) of day z (days since
+ * 1970-01-01), with y its year and doy its 1-based day of the year. */
+static int64_t iso_week(int64_t z, int64_t y, int64_t doy)
+{
+    int64_t wd = ((z + 3) % 7 + 7) % 7 + 1;   /* Monday 1 .. Sunday 7 */
+    int64_t w = (doy - wd + 10) / 7;
+    if (w < 1) {   /* the last week of the previous year: 52 or 53 */
+        int64_t jan1 = days_from_civil(y, 1, 1), prev = days_from_civil(y - 1, 1, 1);
+        return iso_week(jan1 - 1, y - 1, jan1 - prev);
+    }
+    /* a year has 53 weeks when it starts on a Thursday, or a Wednesday in a leap year */
+    int64_t jan1_wd = ((days_from_civil(y, 1, 1) + 3) % 7 + 7) % 7 + 1;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    int64_t weeks = jan1_wd == 4 || (leap && jan1_wd == 3) ? 53 : 52;
+    return w > weeks ? 1 : w;
+}
+
+/* One feature of the moment t (seconds since 1970-01-01, UTC), in double as
+ * pandas computes it. */
+static double tf_value(tf_kind k, int64_t t)
+{
+    int64_t z = t >= 0 ? t / 86400 : -((-t + 86399) / 86400), s = t - z * 86400;
+    int64_t y, m, d;
+    civil_from_days(z, &y, &m, &d);
+    int64_t doy = z - days_from_civil(y, 1, 1) + 1;
+    switch (k) {
+    case TF_SECOND: return (double)(s % 60) / 59.0 - 0.5;
+    case TF_MINUTE: return (double)(s / 60 % 60) / 59.0 - 0.5;
+    case TF_HOUR:   return (double)(s / 3600) / 23.0 - 0.5;
+    case TF_DOW:    return (double)(((z + 3) % 7 + 7) % 7) / 6.0 - 0.5;
+    case TF_DOM:    return (double)(d - 1) / 30.0 - 0.5;
+    case TF_DOY:    return (double)(doy - 1) / 365.0 - 0.5;
+    case TF_MONTH:  return (double)(m - 1) / 11.0 - 0.5;
+    case TF_WEEK:   return (double)(iso_week(z, y, doy) - 1) / 52.0 - 0.5;
+    }
+    return 0;
+}
+
+tg_status tg_time_features(const int64_t *time, int64_t rows, const char *freq, float *out)
+{
+    TG__NONNULL(freq, TG_ERR_INVALID);
+    if (rows < 0) return tg_set_error(TG_ERR_INVALID, "time features: %lld rows", (long long)rows);
+    if (rows > 0 && (!time || !out))
+        return tg_set_error(TG_ERR_INVALID, "time features: NULL %s", time ? "out" : "time");
+    char c = tf_class_of(freq);
+    for (size_t i = 0; i < sizeof tf_classes / sizeof *tf_classes; i++) {
+        if (tf_classes[i].cls != c) continue;
+        const int n = tf_classes[i].n;
+        for (int64_t r = 0; r < rows; r++)
+            for (int j = 0; j < n; j++)
+                out[r * n + j] = (float)tf_value(tf_classes[i].f[j], time[r]);
+        return TG_OK;
+    }
+    return tg_set_error(TG_ERR_INVALID, "time features: frequency '%s' is not one of TSL's (Y, Q, "
+                        "M, W, D, B, H, T or min, S, with an optional multiple: 15min, 4h)", freq);
+}
