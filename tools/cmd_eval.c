@@ -254,8 +254,7 @@ static bool load_model(eval_run *E)
     }
     char src[64 + 4096];
     snprintf(src, sizeof src, "the config of checkpoint %.4000s", ckpt);
-    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td->d->cols, tg_tl_data_mark_count(td),
-                          E->batch, NULL) ||
+    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td->d->cols, E->batch, NULL) ||
         (features == TG_TL_MS && tg_tl_model_target(CMD, m, td->target)))
         return false;
     if (tg_checkpoint_restore_params(&E->ck, m->ps)) {
@@ -263,8 +262,7 @@ static bool load_model(eval_run *E)
         return false;
     }
     /* the scaler the model was trained with, whatever the data */
-    return !tg_tl_data_prepare(CMD, td, &E->split, m->seq_len, m->pred_len, m->n_mark,
-                               E->ck.scaler);
+    return !tg_tl_data_prepare(CMD, td, &E->split, m->seq_len, m->pred_len, E->ck.scaler);
 }
 
 /* ---- what --plot draws ---- */

@@ -138,8 +138,7 @@ static int load_model(predict_run *P)
     char *src = malloc(n);
     if (!src) return tg_cli_fail(CMD, "out of memory");
     snprintf(src, n, "the config of checkpoint %s", P->ckpt);
-    int rc = tg_tl_model_build(CMD, m, P->model, P->cfg, src, d->cols,
-                               tg_tl_data_mark_count(&P->td), P->batch, NULL);
+    int rc = tg_tl_model_build(CMD, m, P->model, P->cfg, src, d->cols, P->batch, NULL);
     free(src);
     if (rc || (P->features == TG_TL_MS && tg_tl_model_target(CMD, m, P->td.target))) return 2;
     if (tg_checkpoint_restore_params(&P->ck, m->ps))
@@ -185,20 +184,6 @@ static int check_dates(predict_run *P)
     return 0;
 }
 
-/* The time features of the last seq_len rows into every row of x_mark. */
-static int fill_marks(predict_run *P)
-{
-    tg_tl_model *m = &P->m;
-    const tg_dataset *d = P->td.d;
-    tg_tensor *xm = (tg_tensor *)tg_node_value(m->exm);
-    const int64_t per = m->seq_len * m->n_mark;
-    float *mv = xm->data;
-    if (tg_time_features(d->time + d->rows - m->seq_len, m->seq_len, tg_time_freq_of(d->freq), mv))
-        return tg_cli_fail(CMD, "time features: %s", tg_last_error());
-    for (int64_t b = 1; b < m->B; b++) memcpy(mv + b * per, mv, (size_t)per * sizeof *mv);
-    return 0;
-}
-
 /* The last seq_len rows through the model; the forecast in data units. */
 static int forecast(predict_run *P)
 {
@@ -212,7 +197,6 @@ static int forecast(predict_run *P)
     for (int64_t k = 0; k < per; k++)   /* as tg_scaler_transform */
         xv[k] = (float)((rows[k] - sc->mean[k % C]) / sc->std[k % C]);
     for (int64_t b = 1; b < m->B; b++) memcpy(xv + b * per, xv, (size_t)per * sizeof *xv);
-    if (m->exm && fill_marks(P)) return 2;
     if (tg_graph_forward(m->ge)) return tg_cli_fail(CMD, "forecast: %s", tg_last_error());
     const float *p = tg_node_value(m->epred)->data;
     if (!(P->fc = malloc((size_t)(m->pred_len * C) * sizeof *P->fc)))

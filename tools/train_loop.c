@@ -31,33 +31,8 @@ int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td)
     return 0;
 }
 
-int64_t tg_tl_data_mark_count(const tg_tl_data *td)
-{
-    const tg_dataset *d = td->d;
-    if (!d || !d->time) return -1;
-    const char *f = tg_time_freq_of(d->freq);
-    return f ? tg_time_feature_count(f) : -1;
-}
-
-/* The rows' time features into td->marks and the windows (n_mark > 0). */
-static int prepare_marks(const char *cmd, tg_tl_data *td, int64_t n_mark)
-{
-    const tg_dataset *d = td->d;
-    if (tg_tl_data_mark_count(td) != n_mark)
-        return tg_cli_fail(cmd, "the model takes %lld time features (n_mark) and the data has "
-                           "%s", (long long)n_mark, d->time ? "another frequency" : "no dates");
-    if (!(td->marks = malloc((size_t)d->rows * (size_t)n_mark * sizeof *td->marks)))
-        return tg_cli_fail(cmd, "out of memory");
-    if (tg_time_features(d->time, d->rows, tg_time_freq_of(d->freq), td->marks))
-        return tg_cli_fail(cmd, "%s", tg_last_error());
-    td->n_mark = n_mark;
-    tg_windows *w[3] = {&td->train, &td->val, &td->test};
-    for (int i = 0; i < 3; i++) w[i]->marks = td->marks, w[i]->n_mark = n_mark;
-    return 0;
-}
-
 int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,
-                       int64_t pred_len, int64_t n_mark, const tg_scaler *scaler)
+                       int64_t pred_len, const tg_scaler *scaler)
 {
     tg_dataset *d = td->d;
     td->split = *split;
@@ -78,7 +53,7 @@ int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *spl
     td->train = tg_windows_make(td->z, d->cols, r->train_begin, r->train_end, seq_len, pred_len);
     td->val = tg_windows_make(td->z, d->cols, r->val_begin, r->val_end, seq_len, pred_len);
     td->test = tg_windows_make(td->z, d->cols, r->test_begin, r->test_end, seq_len, pred_len);
-    return n_mark > 0 ? prepare_marks(cmd, td, n_mark) : 0;
+    return 0;
 }
 
 const char *const tg_tl_features_names[3] = {"M", "S", "MS"};
@@ -162,7 +137,6 @@ void tg_tl_data_free(tg_tl_data *td)
     tg_dataset_free(td->d);
     tg_scaler_free(td->scaler);
     free(td->z);
-    free(td->marks);
     memset(td, 0, sizeof *td);
 }
 
@@ -197,83 +171,52 @@ static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
     return 0;
 }
 
-/* n_mark: the data's count of time features unless cfg sets it (0, no time
- * features, is always allowed); 0 when the data has no dates. */
-static int force_marks(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
-                       const char *src, int64_t marks)
+int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
+                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng)
 {
-    if (!find_key(cls, "n_mark")) return 0;
-    const tg_value *given = tg_config_get(cfg, "n_mark");
-    if (given && given->kind == TG_VALUE_INT && given->i == 0) return 0;
-    if (marks < 0 && given)
-        return tg_cli_fail(cmd, "%s has n_mark=%lld time features, and the data has no date "
-                           "column to compute them from (n_mark=0: none)", src,
-                           given->kind == TG_VALUE_INT ? (long long)given->i : -1LL);
-    return force_key(cmd, cls, cfg, src, "n_mark", marks < 0 ? 0 : marks,
-                     "the number of time features of the data's dates");
-}
-
-/* The layer's inputs are x [B, seq_len, cols] and optionally x_mark [B,
- * seq_len, n_mark]: 0 (m->seq_len, m->n_mark set) or 2. */
-static int check_inputs(const char *cmd, tg_tl_model *m, int64_t cols, int64_t batch)
-{
-    char s1[96];
-    const char *name = m->name;
-    int nin = tg_layer_input_count(m->layer);
-    if (nin != 1 && nin != 2)
-        return tg_cli_fail(cmd, "--model %s takes %d inputs; a forecaster takes x [B, seq_len, "
-                           "enc_in] and optionally x_mark [B, seq_len, n_mark]", name, nin);
+    char s1[96], s2[96];
+    memset(m, 0, sizeof *m);
+    m->name = name;
+    const tg_layer_class *cls = tg_layer_class_find(name);
+    if (!cls) {
+        tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
+        return tg_cli_fail(cmd, "--model %s (see tgraph layers)", tg_last_error());
+    }
+    if (force_key(cmd, cls, cfg, cfg_source, "enc_in", cols, "the data's column count") ||
+        force_key(cmd, cls, cfg, cfg_source, "B", batch, "--batch-size"))
+        return 2;
+    if (tg_cli_check_memory(cmd, name, cfg, TG_F32)) return 2;
+    if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
+        return tg_cli_fail(cmd, "%s", tg_last_error());
+    if (tg_layer_input_count(m->layer) != 1)
+        return tg_cli_fail(cmd, "--model %s takes %d inputs; a forecaster takes one, x [B, "
+                           "seq_len, enc_in]", name, tg_layer_input_count(m->layer));
     const tg_layer_input *in = tg_layer_input_at(m->layer, 0);
     if (in->rank != 3 || in->shape[0] != batch || in->shape[2] != cols)
         return tg_cli_fail(cmd, "--model %s: its input %s is %s (%s); a forecaster takes x "
                            "[B=%lld, seq_len, enc_in=%lld]", name, in->name,
                            tg_shape_str(in->rank, in->shape, s1, sizeof s1), in->dims,
                            (long long)batch, (long long)cols);
+    m->B = batch;
     m->seq_len = in->shape[1];
-    if (nin == 1) return 0;
-    const tg_layer_input *mk = tg_layer_input_at(m->layer, 1);
-    if (strcmp(mk->name, "x_mark") || mk->rank != 3 || mk->shape[0] != batch ||
-        mk->shape[1] != m->seq_len || mk->differentiable || mk->ids)
-        return tg_cli_fail(cmd, "--model %s: its second input %s is %s (%s); a forecaster's "
-                           "second input is the time features x_mark [B=%lld, seq_len=%lld, "
-                           "n_mark]", name, mk->name,
-                           tg_shape_str(mk->rank, mk->shape, s1, sizeof s1), mk->dims,
-                           (long long)batch, (long long)m->seq_len);
-    m->n_mark = mk->shape[2];
-    return 0;
-}
+    m->cols = cols;
 
-/* The model's inputs in g: x and, with time features, x_mark. */
-static tg_status add_inputs(tg_tl_model *m, tg_graph *g, tg_node **x, tg_node **xm)
-{
-    *x = tg_input(g, "x", TG_F32, 3, tg_layer_input_at(m->layer, 0)->shape);
-    *xm = m->n_mark ? tg_input(g, "x_mark", TG_F32, 3, tg_layer_input_at(m->layer, 1)->shape)
-                    : NULL;
-    tg_layer_outputs out;
-    tg_status st = tg_layer_build(m->layer, g, (tg_node *const[]){*x, *xm}, &out);
-    if (g == m->gt) m->pred = out.y;
-    else m->epred = out.y;
-    return st;
-}
-
-/* The training graph (dropout on, x [, x_mark], y -> MSE) and the forward-only
- * evaluation graph on the same parameters. 0 or 2. */
-static int build_graphs(const char *cmd, tg_tl_model *m, int64_t cols, int64_t batch)
-{
-    char s1[96];
-    const char *name = m->name;
+    /* training graph */
     if (!(m->gt = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_training(m->gt, true);
     tg_graph_set_share_values(m->gt, true);   /* one backward per forward */
-    if (add_inputs(m, m->gt, &m->x, &m->xm))
+    m->x = tg_input(m->gt, "x", TG_F32, 3, in->shape);
+    tg_layer_outputs out;
+    if (tg_layer_build(m->layer, m->gt, (tg_node *const[]){m->x}, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
+    m->pred = out.y;
     const tg_tensor *yv = tg_node_value(m->pred);
     if (yv->rank != 3 || yv->shape[0] != batch || yv->shape[2] != cols)
         return tg_cli_fail(cmd, "--model %s: its output is %s; a forecaster returns [B=%lld, "
-                           "pred_len, enc_in=%lld] (input [%lld, %lld, %lld])", name,
+                           "pred_len, enc_in=%lld] (input %s)", name,
                            tg_shape_str(yv->rank, yv->shape, s1, sizeof s1), (long long)batch,
-                           (long long)cols, (long long)batch, (long long)m->seq_len,
-                           (long long)cols);
+                           (long long)cols, tg_shape_str(in->rank, in->shape, s2, sizeof s2));
     m->pred_len = yv->shape[1];
     m->y = tg_input(m->gt, "y", TG_F32, 3, yv->shape);
     m->loss = tg_mse_loss(m->gt, m->pred, m->y, TG_REDUCTION_MEAN);
@@ -283,44 +226,11 @@ static int build_graphs(const char *cmd, tg_tl_model *m, int64_t cols, int64_t b
     /* evaluation graph: forward only, dropout off, same parameters */
     if (!(m->ge = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_grad_enabled(m->ge, false);
-    if (add_inputs(m, m->ge, &m->ex, &m->exm))
+    m->ex = tg_input(m->ge, "x", TG_F32, 3, in->shape);
+    if (tg_layer_build(m->layer, m->ge, (tg_node *const[]){m->ex}, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
+    m->epred = out.y;
     return 0;
-}
-
-int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      const char *cfg_source, int64_t cols, int64_t marks, int64_t batch,
-                      tg_rng *rng)
-{
-    memset(m, 0, sizeof *m);
-    m->name = name;
-    const tg_layer_class *cls = tg_layer_class_find(name);
-    if (!cls) {
-        tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
-        return tg_cli_fail(cmd, "--model %s (see tgraph layers)", tg_last_error());
-    }
-    if (force_key(cmd, cls, cfg, cfg_source, "enc_in", cols, "the data's column count") ||
-        force_key(cmd, cls, cfg, cfg_source, "B", batch, "--batch-size") ||
-        force_marks(cmd, cls, cfg, cfg_source, marks))
-        return 2;
-    if (tg_cli_check_memory(cmd, name, cfg, TG_F32)) return 2;
-    if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
-    if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
-        return tg_cli_fail(cmd, "%s", tg_last_error());
-    if (check_inputs(cmd, m, cols, batch)) return 2;
-    m->B = batch;
-    m->cols = cols;
-    return build_graphs(cmd, m, cols, batch);
-}
-
-tg_status tg_tl_model_fill(tg_tl_model *m, const tg_windows *w, const int64_t *idx, int64_t n,
-                           bool train)
-{
-    tg_node *x = train ? m->x : m->ex, *xm = train ? m->xm : m->exm;
-    tg_status st = tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(x),
-                                   train ? (tg_tensor *)tg_node_value(m->y) : NULL);
-    if (!st && xm) st = tg_windows_fill_marks(w, idx, n, (tg_tensor *)tg_node_value(xm));
-    return st;
 }
 
 int tg_tl_model_target(const char *cmd, tg_tl_model *m, int64_t channel)
@@ -436,7 +346,8 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
     for (int64_t start = 0; start < w->count; start += B) {
         int64_t n = w->count - start < B ? w->count - start : B;
         for (int64_t i = 0; i < n; i++) idx[i] = start + i;
-        if (tg_tl_model_fill(m, w, idx, n, false) || tg_graph_forward(m->ge)) {
+        if (tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(m->ex), NULL) ||
+            tg_graph_forward(m->ge)) {
             fprintf(stderr, "tgraph %s: %s: %s\n", cmd, what, tg_last_error());
             free(col_se);
             return 1;

@@ -6,10 +6,8 @@
  * split, and the two baselines.
  *
  * A model is any registry layer with one input x [B, seq_len, enc_in] whose
- * output y is [B, pred_len, enc_in], and optionally a second, x_mark [B,
- * seq_len, n_mark]: the time features of the input rows (TSL's timeF of the
- * date column, tg_time_features; iTransformer's). The loss is MSE on the
- * pred_len window, in scaled units (the ETT protocol).
+ * output y is [B, pred_len, enc_in]. The loss is MSE on the pred_len window,
+ * in scaled units (the ETT protocol).
  */
 #ifndef TG_TRAIN_LOOP_H
 #define TG_TRAIN_LOOP_H
@@ -47,15 +45,8 @@ typedef struct tg_tl_data {
     tg_split_rows rows;
     tg_scaler    *scaler;    /* owned */
     float        *z;         /* [rows, cols] scaled */
-    float        *marks;     /* [rows, n_mark] time features when the model takes them, else NULL */
-    int64_t       n_mark;
     tg_windows    train, val, test;
 } tg_tl_data;
-
-/* How many time features the data offers: tg_time_feature_count of the
- * class of its step (tg_time_freq_of(d->freq): hourly data 4), or -1 when it
- * has no date column. */
-int64_t tg_tl_data_mark_count(const tg_tl_data *td);
 
 /* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d. Returns 0 or 2
  * after printing one line for `cmd`. */
@@ -73,10 +64,9 @@ int tg_tl_layout_of(const char *cmd, const tg_checkpoint *ck, tg_tl_features *f,
  * date.freq (seconds). 0 or 2. */
 int tg_tl_put_data_meta(const char *cmd, tg_checkpoint *ck, const tg_tl_data *td);
 /* Resolve the split for seq_len/pred_len, take the scaler (fitted on the
- * training rows when `scaler` is NULL, else a copy of it), scale and window;
- * with n_mark > 0 also the rows' time features, in the windows. */
+ * training rows when `scaler` is NULL, else a copy of it), scale and window. */
 int tg_tl_data_prepare(const char *cmd, tg_tl_data *td, const tg_split_spec *split, int64_t seq_len,
-                       int64_t pred_len, int64_t n_mark, const tg_scaler *scaler);
+                       int64_t pred_len, const tg_scaler *scaler);
 void tg_tl_data_free(tg_tl_data *td);
 
 /* The model side. */
@@ -85,13 +75,12 @@ typedef struct tg_tl_model {
     tg_params  *ps;
     tg_layer   *layer;
     int64_t     B, seq_len, pred_len, cols;
-    int64_t     n_mark;   /* time features the model takes (its x_mark input), 0: none */
-    /* training graph: x [, xm], y -> pred, loss (dropout on) */
+    /* training graph: x, y -> pred, loss (dropout on) */
     tg_graph   *gt;
-    tg_node    *x, *xm, *y, *pred, *loss;
+    tg_node    *x, *y, *pred, *loss;
     /* forward-only evaluation graph on the same parameters */
     tg_graph   *ge;
-    tg_node    *ex, *exm, *epred;
+    tg_node    *ex, *epred;
     /* --features MS: the loss and the metrics take channel `target` only */
     bool        target_only;
     int64_t     target;
@@ -99,21 +88,13 @@ typedef struct tg_tl_model {
     tg_cli_progress *progress;
 } tg_tl_model;
 
-/* Create `name` from cfg with enc_in = cols, B = batch and n_mark = marks
- * (the data's tg_tl_data_mark_count; 0 when it has no dates) (set when the
+/* Create `name` from cfg with enc_in = cols and B = batch (set when the
  * layer has those keys and cfg does not; a conflicting value is an error
- * naming cfg_source: "--set", or "the config of checkpoint F"; n_mark=0 is
- * always allowed: no time features), parameters initialised from rng (NULL:
- * zero, to be loaded), and build both graphs. Returns 0 or 2 after printing
- * one line. */
+ * naming cfg_source: "--set", or "the config of checkpoint F"),
+ * parameters initialised from rng (NULL: zero, to be loaded), and build both
+ * graphs. Returns 0 or 2 after printing one line. */
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      const char *cfg_source, int64_t cols, int64_t marks, int64_t batch,
-                      tg_rng *rng);
-/* Windows idx[0..n) of w into the model's inputs: x and x_mark of the
- * training graph (train true) or of the evaluation graph, and y of the
- * training graph when y is true. TG_OK or the engine's error. */
-tg_status tg_tl_model_fill(tg_tl_model *m, const tg_windows *w, const int64_t *idx, int64_t n,
-                           bool train);
+                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng);
 void tg_tl_model_free(tg_tl_model *m);
 /* --features MS: the training loss on channel `channel` of the forecast
  * only (TSL's f_dim = -1 with the target last), and tg_tl_evaluate's

@@ -92,8 +92,7 @@ const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len);
  *
  * freq: pandas-style, an optional multiple then the class letter, any case
  * ("h", "15min", "4H", "d", "t"). */
-/* The number of features of freq (0 for Y), -1 when freq is none of TSL's
- * (the error recorded, naming it). */
+/* The number of features of freq (0 for Y), -1 when freq is none of TSL's. */
 int tg_time_feature_count(const char *freq);
 /* The class of a series sampled every `seconds` (a dataset's d->freq): "s"
  * under a minute, "t" under an hour, "h" under a day, "d" under a week, "w"
@@ -218,10 +217,6 @@ tg_status  tg_scaler_transform(const tg_scaler *s, const tg_dataset *d, float *o
 typedef struct tg_windows {
     const float *z;                 /* [rows, cols] scaled series, not owned */
     int64_t      cols, begin, count, seq_len, pred_len;
-    /* optional: the rows' time features (tg_time_features), [rows, n_mark],
-     * not owned; NULL and 0 from tg_windows_make: set them to fill x_mark */
-    const float *marks;
-    int64_t      n_mark;
 } tg_windows;
 
 /* The windows of segment [begin, end) of z (count 0 when too short). */
@@ -234,12 +229,6 @@ tg_windows tg_windows_make(const float *z, int64_t cols, int64_t begin, int64_t 
  * only the first n. Errors: shapes that do not match, an index out of range. */
 tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *x,
                           tg_tensor *y);
-
-/* Copy the time features of windows idx[0..n) (their input rows) into
- * x_mark [B, seq_len, n_mark] (F32 or F64, B >= n; a short batch repeats the
- * last window, as tg_windows_fill). Errors: no marks in w, shapes that do not
- * match, an index out of range. */
-tg_status tg_windows_fill_marks(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *xm);
 
 /* Shuffle a[0..n) in place (Fisher-Yates, drawing from rng). */
 void tg_shuffle_i64(int64_t *a, int64_t n, tg_rng *rng);

@@ -147,22 +147,12 @@ static char tf_class_of(const char *freq)
     return strchr("yqmwdbhts", c) ? c : 0;
 }
 
-/* The row of freq's class in tf_classes, or -1 (the error recorded). */
-static int tf_row_of(const char *freq)
-{
-    if (!freq) return (void)tg_set_error(TG_ERR_INVALID, "time features: NULL freq"), -1;
-    char c = tf_class_of(freq);
-    for (size_t i = 0; i < sizeof tf_classes / sizeof *tf_classes; i++)
-        if (tf_classes[i].cls == c) return (int)i;
-    tg_set_error(TG_ERR_INVALID, "time features: frequency '%s' is not one of TSL's (Y, Q, M, W, "
-                 "D, B, H, T or min, S, with an optional multiple: 15min, 4h)", freq);
-    return -1;
-}
-
 int tg_time_feature_count(const char *freq)
 {
-    int i = tf_row_of(freq);
-    return i < 0 ? -1 : tf_classes[i].n;
+    char c = tf_class_of(freq);
+    for (size_t i = 0; i < sizeof tf_classes / sizeof *tf_classes; i++)
+        if (tf_classes[i].cls == c) return tf_classes[i].n;
+    return -1;
 }
 
 const char *tg_time_freq_of(int64_t seconds)
@@ -217,13 +207,19 @@ static double tf_value(tf_kind k, int64_t t)
 
 tg_status tg_time_features(const int64_t *time, int64_t rows, const char *freq, float *out)
 {
-    int i = tf_row_of(freq);
-    if (i < 0) return TG_ERR_INVALID;
+    TG__NONNULL(freq, TG_ERR_INVALID);
     if (rows < 0) return tg_set_error(TG_ERR_INVALID, "time features: %lld rows", (long long)rows);
     if (rows > 0 && (!time || !out))
         return tg_set_error(TG_ERR_INVALID, "time features: NULL %s", time ? "out" : "time");
-    const int n = tf_classes[i].n;
-    for (int64_t r = 0; r < rows; r++)
-        for (int j = 0; j < n; j++) out[r * n + j] = (float)tf_value(tf_classes[i].f[j], time[r]);
-    return TG_OK;
+    char c = tf_class_of(freq);
+    for (size_t i = 0; i < sizeof tf_classes / sizeof *tf_classes; i++) {
+        if (tf_classes[i].cls != c) continue;
+        const int n = tf_classes[i].n;
+        for (int64_t r = 0; r < rows; r++)
+            for (int j = 0; j < n; j++)
+                out[r * n + j] = (float)tf_value(tf_classes[i].f[j], time[r]);
+        return TG_OK;
+    }
+    return tg_set_error(TG_ERR_INVALID, "time features: frequency '%s' is not one of TSL's (Y, Q, "
+                        "M, W, D, B, H, T or min, S, with an optional multiple: 15min, 4h)", freq);
 }

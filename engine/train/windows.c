@@ -247,7 +247,7 @@ tg_windows tg_windows_make(const float *z, int64_t cols, int64_t begin, int64_t 
                            int64_t seq_len, int64_t pred_len)
 {
     TG__NONNULL(z, (tg_windows){0});
-    tg_windows w = {z, cols, begin, 0, seq_len, pred_len, NULL, 0};
+    tg_windows w = {z, cols, begin, 0, seq_len, pred_len};
     int64_t n = end - begin - seq_len - pred_len + 1;
     w.count = n > 0 ? n : 0;
     return w;
@@ -299,27 +299,6 @@ tg_status tg_windows_fill(const tg_windows *w, const int64_t *idx, int64_t n, tg
         const float *start = w->z + (w->begin + i) * w->cols;
         copy_rows(start, xs, x, b * xs);
         if (y) copy_rows(start + xs, ys, y, b * ys);
-    }
-    return TG_OK;
-}
-
-tg_status tg_windows_fill_marks(const tg_windows *w, const int64_t *idx, int64_t n, tg_tensor *xm)
-{
-    TG__NONNULL(w, TG_ERR_INVALID);
-    TG__NONNULL(idx, TG_ERR_INVALID);
-    tg_status st;
-    if ((st = tg_tensor_check(xm, "windows: x_mark"))) return st;
-    if (!w->marks || w->n_mark < 1)
-        return tg_set_error(TG_ERR_INVALID, "windows: no time features to fill x_mark from");
-    if (n < 1) return tg_set_error(TG_ERR_INVALID, "windows: empty batch");
-    if ((st = check_batch_tensor(xm, n, w->seq_len, w->n_mark, "x_mark"))) return st;
-    int64_t xs = w->seq_len * w->n_mark;
-    for (int64_t b = 0; b < xm->shape[0]; b++) {
-        int64_t i = idx[b < n ? b : n - 1];
-        if (i < 0 || i >= w->count)
-            return tg_set_error(TG_ERR_INVALID, "windows: index %lld out of range [0, %lld)",
-                                (long long)i, (long long)w->count);
-        copy_rows(w->marks + (w->begin + i) * w->n_mark, xs, xm, b * xs);
     }
     return TG_OK;
 }
