@@ -6,8 +6,6 @@
  * named by line and value).
  */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -446,66 +444,4 @@ Test(dataset, short_first_cells_are_probed_within_their_bytes)
     tg_status st = tg_dataset_parse_csv(",\n,", 3, "t.csv", &e);
     cr_assert_neq(st, TG_OK);
     cr_assert_null(e);
-}
-
-/* ---- time features (TSL's timeF) ---- */
-
-/* Every moment and class of tests/fixtures/timefeatures.txt (TSL's formulas
- * evaluated in Python doubles): the same floats. */
-Test(dates, time_features_match_tsl_formulas)
-{
-    char *text = tt_slurp(TT_FIXTURES "/timefeatures.txt", NULL);
-    int lines = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        if (line[0] == '#') continue;
-        long long t;
-        char cls[8];
-        int used;
-        cr_assert_eq(sscanf(line, "%lld %7s%n", &t, cls, &used), 2, "bad line: %s", line);
-        int n = tg_time_feature_count(cls);
-        cr_assert(n >= 1 && n <= 6, "%s: %d features", cls, n);
-        float got[6];
-        int64_t t64 = t;
-        cr_assert_eq(tg_time_features(&t64, 1, cls, got), TG_OK, "%s", tg_last_error());
-        const char *p = line + used;
-        for (int j = 0; j < n; j++) {
-            char *end;
-            double want = strtod(p, &end);
-            cr_assert_neq(end, p, "line '%s' has fewer than %d values", line, n);
-            p = end;
-            cr_assert(got[j] == (float)want, "%lld %s feature %d: %.9g, TSL %.9g", t, cls, j,
-                      got[j], (float)want);
-        }
-        lines++;
-    }
-    cr_assert_geq(lines, 60, "only %d cases", lines);
-    free(text);
-}
-
-Test(dates, time_feature_counts_and_bad_frequencies)
-{
-    const struct { const char *f; int n; } counts[] = {
-        {"h", 4}, {"H", 4}, {"4h", 4}, {"t", 5}, {"min", 5}, {"15min", 5}, {"s", 6},
-        {"d", 3}, {"b", 3}, {"w", 2}, {"m", 1}, {"q", 1}, {"y", 0}, {"a", 0},
-        {"", -1}, {"x", -1}, {"hh", -1}, {"15", -1}, {NULL, -1},
-    };
-    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
-        cr_assert_eq(tg_time_feature_count(counts[i].f), counts[i].n, "'%s'",
-                     counts[i].f ? counts[i].f : "(null)");
-    int64_t t = 0;
-    float out[6];
-    cr_assert_eq(tg_time_features(&t, 1, "fortnight", out), TG_ERR_INVALID);
-    cr_assert_not_null(strstr(tg_last_error(), "'fortnight'"), "%s", tg_last_error());
-    cr_assert_eq(tg_time_features(NULL, 1, "h", out), TG_ERR_INVALID);
-    cr_assert_eq(tg_time_features(&t, 1, "h", NULL), TG_ERR_INVALID);
-    cr_assert_eq(tg_time_features(&t, -1, "h", out), TG_ERR_INVALID);
-    cr_assert_eq(tg_time_features(NULL, 0, "h", NULL), TG_OK, "no rows, nothing to write");
-    cr_assert_str_eq(tg_time_freq_of(3600), "h");
-    cr_assert_str_eq(tg_time_freq_of(900), "t");
-    cr_assert_str_eq(tg_time_freq_of(1), "s");
-    cr_assert_str_eq(tg_time_freq_of(86400), "d");
-    cr_assert_str_eq(tg_time_freq_of(7 * 86400), "w");
-    cr_assert_str_eq(tg_time_freq_of(31 * 86400), "m");
-    cr_assert_str_eq(tg_time_freq_of(366 * 86400), "y");
-    cr_assert_null(tg_time_freq_of(0));
 }

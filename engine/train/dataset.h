@@ -79,29 +79,6 @@ const char *tg_date_format(int64_t t, tg_date_style style, char *buf, size_t len
  * buf, which it returns (NULL when buf is NULL). */
 const char *tg_date_freq_name(int64_t seconds, char *buf, size_t len);
 
-/* ---- time features: Time-Series-Library's timeF (utils/timefeatures.py) ----
- *
- * Each row's date as numbers in [-0.5, 0.5], the features a frequency class
- * takes, in TSL's order: H (hourly) HourOfDay = hour / 23 - 0.5, DayOfWeek =
- * weekday (Monday 0) / 6 - 0.5, DayOfMonth = (day - 1) / 30 - 0.5, DayOfYear
- * = (day of year - 1) / 365 - 0.5; T/min adds MinuteOfHour = minute / 59 -
- * 0.5 first, S SecondOfMinute before that; D and B take the last three of H;
- * W DayOfMonth and WeekOfYear = (ISO week - 1) / 52 - 0.5; M and Q
- * MonthOfYear = (month - 1) / 11 - 0.5; Y none. Computed in double as pandas
- * does, stored as float (TSL's batch_x_mark.float()).
- *
- * freq: pandas-style, an optional multiple then the class letter, any case
- * ("h", "15min", "4H", "d", "t"). */
-/* The number of features of freq (0 for Y), -1 when freq is none of TSL's. */
-int tg_time_feature_count(const char *freq);
-/* The class of a series sampled every `seconds` (a dataset's d->freq): "s"
- * under a minute, "t" under an hour, "h" under a day, "d" under a week, "w"
- * under 28 days, "m" under a year, else "y"; NULL for seconds <= 0. */
-const char *tg_time_freq_of(int64_t seconds);
-/* out[r * n + j] = feature j of time[r] (seconds since 1970-01-01, UTC), n =
- * tg_time_feature_count(freq). Errors: an unknown freq, NULL arrays. */
-tg_status tg_time_features(const int64_t *time, int64_t rows, const char *freq, float *out);
-
 /* How messages name column c (0-based) of d: "FILE: column N ('name')",
  * N the 1-based column of the CSV file (a skipped date column counts), as
  * the loader's own messages do. Writes into buf and returns it. */
