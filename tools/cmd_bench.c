@@ -260,9 +260,10 @@ static void print_layer_result(const layer_bench *B, const char *layer)
     printf("{\"layer\":\"%s\",\"config\":", layer);
     print_config(tg_layer_class_find(layer), tg_layer_config(B->c.layer));
     printf(",\"train_step_ms\":%.4f,\"infer_ms\":%.4f,\"params\":%lld,\"peak_rss_mb\":%.1f,"
-           "\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
+           "\"peak_alloc_mb\":%.4f,\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
            B->train.median * 1e3, B->inf.median * 1e3, (long long)tg_params_numel(B->c.ps),
-           tg_bench_peak_rss_mb(), B->plan_mb, tg_threads_get(), bo->recompute ? "true" : "false");
+           tg_bench_peak_rss_mb(), (double)tg_alloc_peak_bytes() / (1024.0 * 1024.0), B->plan_mb,
+           tg_threads_get(), bo->recompute ? "true" : "false");
 }
 
 static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
@@ -418,6 +419,8 @@ const tg_cli_cmd tg_cmd_bench = {
         "1) have been timed and at least 5 times; the median is reported. Prints one line:\n"
         "  {\"layer\":...,\"config\":{every key},\"train_step_ms\":...,\"infer_ms\":...,\n"
         "   \"params\":<parameter scalars>,\"peak_rss_mb\":<the process's peak>,\n"
+        "   \"peak_alloc_mb\":<the peak of tgraph's allocator: tensors, plans, parameters,\n"
+        "   gradients, optimizer state; what tgraph summary's total predicts>,\n"
         "   \"train_plan_mb\":<the training graph's planned tensor memory>,\"threads\":N,\n"
         "   \"recompute\":true|false}\n"
         "A layer without parameters (full_attention) differentiates its inputs instead.\n"
