@@ -7,7 +7,7 @@
  * forward and backward: tg_graph_plan_live_bytes) and with --profile its
  * forward and backward time per training step, then the totals: parameters,
  * gradients, Adam's state and the plan add up to what `tgraph bench`
- * measures (peak_alloc_mb). FLOPs follow engine/cost.h (2 per multiply-add).
+ * measures (train_peak_alloc_mb). FLOPs follow engine/cost.h (2 per multiply-add).
  * Not a benchmark: --profile times a few steps, for proportions.
  */
 #include <stdio.h>
@@ -46,6 +46,7 @@ typedef struct {
     int            n_rows, base;
     int64_t        params, trainable;
     double         param_bytes;  /* every parameter's value (gradients as many, Adam twice) */
+    double         leaf_bytes;   /* the values of inputs and constants (outside the plan) */
     double         planned;      /* < 0: the plan is over the memory left (plan_error) */
     char           plan_error[320];
     int64_t        limit;        /* counts_only: the memory it would not fit in */
@@ -209,18 +210,20 @@ static void print_text_table(const summary *S, FILE *f, int ncol)
 /* The training step's memory, the sum of the per-module columns' totals. */
 static void print_memory_total(const summary *S, FILE *f, const char *pre)
 {
-    char t[48], p[48], a[48], pl[48];
-    double state = 4 * S->param_bytes;   /* values, gradients, Adam's two moments */
+    char t[48], p[48], a[48], l[48], pl[48];
+    /* values, gradients, Adam's two moments, inputs */
+    double known = 4 * S->param_bytes + S->leaf_bytes;
     tg_cli_fmt_bytes(S->param_bytes, p, sizeof p);
     tg_cli_fmt_bytes(2 * S->param_bytes, a, sizeof a);
-    tg_cli_fmt_bytes(S->planned < 0 ? state : state + S->planned, t, sizeof t);
+    tg_cli_fmt_bytes(S->leaf_bytes, l, sizeof l);
+    tg_cli_fmt_bytes(S->planned < 0 ? known : known + S->planned, t, sizeof t);
     tg_cli_fmt_bytes(S->planned, pl, sizeof pl);
     fprintf(f, "%sTraining step's memory%s: %s = parameters %s + gradients %s + Adam state %s "
-            "(2 moments a parameter, tgraph train's default optimizer)%s%s%s\n", pre,
-            S->planned < 0 ? " without the plan" : "", t, p, p, a,
+            "(2 moments a parameter, tgraph train's default optimizer) + inputs %s%s%s%s\n",
+            pre, S->planned < 0 ? " without the plan" : "", t, p, p, a, l,
             S->planned < 0 ? "" : " + the plan ", S->planned < 0 ? "" : pl,
-            S->planned < 0 ? "" : " (what tgraph bench measures as peak_alloc_mb, less the "
-            "inputs and the graph's bookkeeping)");
+            S->planned < 0 ? "" : " (tgraph bench measures it as train_peak_alloc_mb, with "
+            "the graph's bookkeeping)");
 }
 
 /* The totals, one per line (prefix "" for text, "- " for markdown). */
@@ -412,6 +415,11 @@ static int gather(summary *S)
         S->params += p->value.numel;
         S->param_bytes += (double)p->value.numel * (double)tg_dtype_size(p->value.dtype);
         if (!p->frozen) S->trainable += p->value.numel;
+    }
+    for (int i = 0; i < tg_graph_node_count(S->c.g); i++) {
+        const tg_node *nd = tg_graph_node(S->c.g, i);
+        if (nd->kind == TG_NODE_INPUT || nd->kind == TG_NODE_CONST)
+            S->leaf_bytes += (double)nd->value.numel * (double)tg_dtype_size(nd->value.dtype);
     }
     S->rows = calloc((size_t)tg_graph_scope_count(S->c.g), sizeof *S->rows);
     if (!S->rows) return tg_cli_fail("summary", "out of memory");
