@@ -503,3 +503,144 @@ Test(summary, a_plan_over_the_memory_left_is_refused)
               err);
     unsetenv("TGRAPH_MEM_LIMIT");
 }
+
+/* ---- issue 35, section 2: memory per module ---- */
+
+/* One CSV row of `tgraph summary --csv`, by module path. */
+typedef struct {
+    double params, flops, kept, param_b, grad_b, adam_b, peak_f, peak_b;
+    int    depth;
+} mem_row;
+
+#define MEM_CSV_HEAD                                                                       \
+    "module,depth,output_shape,params,flops,bytes_kept,param_bytes,grad_bytes,adam_bytes," \
+    "peak_forward_bytes,peak_backward_bytes"
+
+/* The row of module `name` in CSV text `out`; fails the test if there is none. */
+static mem_row csv_row(const char *out, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof want, "\n%s,", name);
+    const char *at = strstr(out, want);
+    cr_assert_not_null(at, "no row %s in:\n%s", name, out);
+    mem_row r;
+    cr_assert_eq(sscanf(at + strlen(want), "%d,", &r.depth), 1, "%s", at);
+    const char *q = strchr(strchr(at + 1, '"') + 1, '"');
+    cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &r.params, &r.flops, &r.kept,
+                        &r.param_b, &r.grad_b, &r.adam_b, &r.peak_f, &r.peak_b), 8, "%s", at);
+    return r;
+}
+
+static void run_ok(const char *const *args, char *out, size_t outlen)
+{
+    static char err[8192];
+    int rc = tt_run_tool_out(args, out, outlen, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s failed (%d): %s", args[0], rc, err);
+}
+
+/* The text, CSV and Markdown forms carry the memory columns and the total. */
+Test(summary, memory_columns_in_every_format)
+{
+    tt_deadline(60);
+    static char out[OUT_MAX];
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1"), out, sizeof out);
+    const char *hdr = strstr(out, "\nModule ");
+    cr_assert_not_null(hdr, "%s", out);
+    const char *cols[] = {"Params B", "Grads B", "Adam B", "Kept", "Peak fwd", "Peak bwd"};
+    const char *at = hdr;
+    for (int i = 0; i < 6; i++) {   /* in this order, in the header line */
+        const char *c = strstr(at, cols[i]);
+        cr_assert(c && c < strchr(hdr + 1, '\n'), "no %s in header:\n%s", cols[i], out);
+        at = c;
+    }
+    cr_assert(strstr(out, "\nTraining step's memory: ") && strstr(out, " + Adam state ") &&
+              strstr(out, "(2 moments a parameter, tgraph train's default optimizer)") &&
+              strstr(out, " + the plan "), "%s", out);
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1", "--markdown"), out, sizeof out);
+    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs fwd | Params B | Grads B | "
+                            "Adam B | Kept | Peak fwd | Peak bwd |\n|---|---:|", 104), "%s", out);
+    cr_assert(strstr(out, "\n- Training step's memory: "), "%s", out);
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1", "--csv"), out, sizeof out);
+    cr_assert(!strncmp(out, MEM_CSV_HEAD "\n", strlen(MEM_CSV_HEAD) + 1), "%s", out);
+    mem_row r = csv_row(out, "time_attention");
+    cr_assert(r.peak_f > 0 && r.peak_b > 0 && r.param_b == 4 * 288, "%s", out);
+}
+
+/* linear_forecast B=2 enc_in=3 seq_len=4 pred_len=5, worked out by hand.
+ * Nodes: 0 x [2,4,3] (input, no grad), 1 permute [2,3,4], 2 bias [5],
+ * 3 weight [5,4], 4 linear [2,3,5], 5 permute [2,5,3] (the output); N = 6,
+ * node i's forward at t = i, backward at 12 - i. Every buffer takes 128
+ * bytes (24 or 30 floats, 64-aligned):
+ *   value 1 [1, 8]  (linear's backward reads its input for dW)
+ *   value 4 [4, 5]  (read by the permute only)
+ *   value 5 [5, 13] (the output: to the end)
+ *   grad 5  [6, 7]  (from the backward's start to its own backward)
+ *   grad 4  [7, 8]  (written by node 5's backward, read by its own)
+ * Live bytes per t = 0..13: 0 128 128 128 256 384 384 512 384 128 ... 128.
+ * Root: forward peak 384 (t = 5), backward 512 (t = 7); Linear (node 4):
+ * 256 at t = 4, 384 at t = 8. Placement (largest first, then creation
+ * order: value 1, value 4, grad 4, value 5, grad 5) at 0, 128, 128, 256,
+ * 384: a 512-byte block, plus linear's 40 bytes of scratch (5 bias partial
+ * sums in double). Parameters 25 floats: 100 B, as many for gradients, 200 B
+ * of Adam; input 96 B; total 400 + 96 + 552 = 1048 B. */
+static const char *const lf_sets[] = {"B=2", "enc_in=3", "seq_len=4", "pred_len=5"};
+
+Test(summary, linear_forecast_memory_by_hand)
+{
+    tt_deadline(30);
+    static char out[OUT_MAX];
+    run_ok(TT_ARGS("summary", "linear_forecast", "--set", lf_sets[0], lf_sets[1], lf_sets[2],
+                   lf_sets[3], "--csv"),
+           out, sizeof out);
+    cr_assert(strstr(out, "\nlinear_forecast,0,\"[2, 5, 3]\",25,270,336,100,100,200,384,512\n"),
+              "%s", out);
+    cr_assert(strstr(out, "\nLinear,1,\"[2, 3, 5]\",25,270,120,100,100,200,256,384\n"), "%s", out);
+    run_ok(TT_ARGS("summary", "linear_forecast", "--set", lf_sets[0], lf_sets[1], lf_sets[2],
+                   lf_sets[3]),
+           out, sizeof out);
+    cr_assert(strstr(out, "\nTraining step's planned memory: 552 B (") &&
+              strstr(out, "at most 384 B of it live in the forward, 512 B in the backward"),
+              "%s", out);
+    cr_assert(strstr(out, "\nTraining step's memory: 1.02 KB = parameters 100 B + gradients 100 B "
+                          "+ Adam state 200 B (2 moments a parameter, tgraph train's default "
+                          "optimizer) + inputs 96 B + the plan 552 B ("), "%s", out);
+}
+
+/* The same graph in the library: tg_graph_plan_live_bytes at every time. */
+Test(summary, plan_live_bytes_by_hand)
+{
+    tt_layer_opts o = {.dtype = TG_F32, .training = true, .no_grad = true};
+    tt_layer t = tt_layer_new("linear_forecast", lf_sets, 4, &o);
+    tg_graph_set_share_values(t.g, true);
+    cr_assert_eq(tg_graph_node_count(t.g), 6);
+    tg_clear_error();
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, 0), 0);
+    cr_assert(strstr(tg_last_error(), "not planned yet"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan(t.g), TG_OK, "%s", tg_last_error());
+    static const size_t want[14] = {0, 128, 128, 128, 256, 384, 384, 512, 384,
+                                    128, 128, 128, 128, 128};
+    for (int64_t k = 0; k < 14; k++)
+        cr_assert_eq(tg_graph_plan_live_bytes(t.g, k), want[k], "t = %lld: %zu, want %zu",
+                     (long long)k, tg_graph_plan_live_bytes(t.g, k), want[k]);
+    cr_assert_eq(tg_graph_planned_bytes(t.g), 552);
+    tg_clear_error();
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, 14), 0);
+    cr_assert(strstr(tg_last_error(), "time 14 is outside [0, 13]"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, -1), 0);
+    cr_assert(strstr(tg_last_error(), "time -1 is outside"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan_live_bytes(NULL, 0), 0);
+    cr_assert(strstr(tg_last_error(), "g is NULL"), "%s", tg_last_error());
+    /* the bytes held move with what the library allocates */
+    size_t before = tg_alloc_live_bytes();
+    tg_tensor *x = tg_tensor_new(TG_F32, 1, (int64_t[]){1 << 16});
+    cr_assert_not_null(x);
+#ifdef __GLIBC__
+    cr_assert_geq(tg_alloc_live_bytes(), before + (4 << 16));
+    cr_assert_geq(tg_alloc_peak_bytes(), tg_alloc_live_bytes());
+#endif
+    tg_tensor_free(x);
+    cr_assert_eq(tg_alloc_live_bytes(), before);
+    tg_alloc_reset_peak();
+    cr_assert_eq(tg_alloc_peak_bytes(), tg_alloc_live_bytes());
+    tt_layer_free(&t);
+}
