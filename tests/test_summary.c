@@ -16,6 +16,10 @@
 #include "layer_case.h"
 
 #define OUT_MAX (1 << 16)
+/* The CSV header of `tgraph summary --csv` (",forward_ms,backward_ms" follow with --profile). */
+#define MEM_CSV_HEAD                                                                       \
+    "module,depth,output_shape,params,flops,bytes_kept,param_bytes,grad_bytes,adam_bytes," \
+    "peak_forward_bytes,peak_backward_bytes"
 
 /* The top row of `tgraph summary LAYER --csv ...` (the layer's totals):
  * "layer,0,\"[shape]\",params,flops,bytes". */
@@ -180,8 +184,9 @@ Test(summary, markdown_and_profile)
                                      "--depth", "1"),
                              out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
-    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs (forward) | Kept | "
-                            "Forward ms | Backward ms |\n|---|---:|", 90), "%s", out);
+    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs fwd | Params B | Grads B | "
+                            "Adam B | Kept | Peak fwd | Peak bwd | Forward ms | Backward ms |\n"
+                            "|---|---:|", 130), "%s", out);
     cr_assert(strstr(out, "\n| **tsa** | [2, 3, 5, 8] | 2,112 | "), "%s", out);
     cr_assert(strstr(out, "\n| time_attention | [6, 5, 8] | 288 | "), "%s", out);
     cr_assert_null(strstr(out, "query_projection"), "depth 1:\n%s", out);
@@ -374,13 +379,15 @@ Test(summary, every_layer_profiles)
         int rc = tt_run_tool_out(TT_ARGS("summary", name, "--profile", "--steps", "1", "--csv"),
                                  out, sizeof out, err, sizeof err);
         cr_assert_eq(rc, 0, "summary %s: %s", name, err);
-        cr_assert(!strncmp(out, "module,depth,output_shape,params,flops,bytes_kept,forward_ms,"
-                                "backward_ms\n", 70), "%s: %s", name, out);
+        cr_assert(!strncmp(out, MEM_CSV_HEAD ",forward_ms,backward_ms\n",
+                           strlen(MEM_CSV_HEAD) + 24), "%s: %s", name, out);
         const char *q = strchr(strchr(strchr(out, '\n') + 1, '"') + 1, '"');
-        double params, flops, bytes, fwd, bwd;
-        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf", &params, &flops, &bytes, &fwd, &bwd), 5,
+        double params, flops, bytes, mem[5], fwd, bwd;
+        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &params, &flops,
+                            &bytes, &mem[0], &mem[1], &mem[2], &mem[3], &mem[4], &fwd, &bwd), 10,
                      "%s: %s", name, out);
         cr_assert(flops > 0 && bytes > 0 && fwd > 0 && bwd > 0, "%s: %s", name, out);
+        cr_assert(mem[0] == 4 * params && mem[3] > 0 && mem[4] > 0, "%s: %s", name, out);
         rc = tt_run_tool_out(TT_ARGS("dot", name, "--profile", "--steps", "1", "--depth", "1",
                                      "-o", "-"),
                              out, sizeof out, err, sizeof err);
@@ -512,9 +519,6 @@ typedef struct {
     int    depth;
 } mem_row;
 
-#define MEM_CSV_HEAD                                                                       \
-    "module,depth,output_shape,params,flops,bytes_kept,param_bytes,grad_bytes,adam_bytes," \
-    "peak_forward_bytes,peak_backward_bytes"
 
 /* The row of module `name` in CSV text `out`; fails the test if there is none. */
 static mem_row csv_row(const char *out, const char *name)
@@ -643,4 +647,117 @@ Test(summary, plan_live_bytes_by_hand)
     tg_alloc_reset_peak();
     cr_assert_eq(tg_alloc_peak_bytes(), tg_alloc_live_bytes());
     tt_layer_free(&t);
+}
+
+/* Per-module bytes: gradients as many as parameters, Adam twice (float32);
+ * the modules one level down and the layer's own parameters (`own` floats)
+ * hold every parameter, and their peaks are the
+ * plan's within the layer's; the layer's peaks are the plan's own, from the
+ * same graph built in the library. */
+static void check_module_sums(const char *layer, const char *const *sets, int n_sets,
+                              const char *const *mods, int n_mods, double own)
+{
+    static char out[OUT_MAX];
+    const char *args[32] = {"summary", layer, "--csv", "--depth", "1"};
+    int n = 5;
+    for (int i = 0; i < n_sets; i++) args[n++] = "--set", args[n++] = sets[i];
+    args[n] = NULL;
+    run_ok(args, out, sizeof out);
+    mem_row top = csv_row(out, layer), sum = {.param_b = 4 * own, .grad_b = 4 * own,
+                                              .adam_b = 8 * own};
+    for (int i = 0; i < n_mods; i++) {
+        mem_row r = csv_row(out, mods[i]);
+        cr_assert(r.depth == 1 && r.param_b == 4 * r.params && r.grad_b == r.param_b &&
+                  r.adam_b == 2 * r.param_b, "%s %s: %s", layer, mods[i], out);
+        cr_assert(r.peak_f <= top.peak_f && r.peak_b <= top.peak_b, "%s %s", layer, mods[i]);
+        sum.param_b += r.param_b, sum.grad_b += r.grad_b, sum.adam_b += r.adam_b;
+    }
+    cr_assert(top.param_b == 4 * top.params && top.param_b == sum.param_b &&
+              top.grad_b == sum.grad_b && top.adam_b == sum.adam_b,
+              "%s: the modules' bytes do not add up to the layer's:\n%s", layer, out);
+    /* the plan's peaks over every forward time and every backward time */
+    tt_layer_opts o = {.dtype = TG_F32, .training = true, .no_grad = true};
+    tt_layer t = tt_layer_new(layer, sets, n_sets, &o);
+    tg_graph_set_share_values(t.g, true);
+    cr_assert_eq(tg_graph_plan(t.g), TG_OK, "%s", tg_last_error());
+    int64_t N = tg_graph_node_count(t.g);
+    size_t fwd = 0, bwd = 0;
+    for (int64_t k = 0; k <= 2 * N + 1; k++) {
+        size_t b = tg_graph_plan_live_bytes(t.g, k);
+        if (k < N && b > fwd) fwd = b;
+        if (k >= N && b > bwd) bwd = b;
+    }
+    cr_assert_leq(fwd > bwd ? fwd : bwd, tg_graph_planned_bytes(t.g));
+    cr_assert(top.peak_f == (double)fwd && top.peak_b == (double)bwd,
+              "%s: summary's peaks %.0f / %.0f, the plan's %zu / %zu", layer, top.peak_f,
+              top.peak_b, fwd, bwd);
+    tt_layer_free(&t);
+}
+
+Test(summary, module_bytes_add_up_and_root_peaks_are_the_plans)
+{
+    tt_deadline(60);
+    static const char *const gpt_sets[] = {"n_embd=32", "n_head=4", "T=8", "B=3"};
+    check_module_sums("gpt", gpt_sets, 4, (const char *const[]){"transformer", "lm_head"}, 2, 0);
+    /* the layer's own: enc_pos_embedding [1, 4, 3, 16], dec_pos_embedding [1, 4, 2, 16] */
+    static const char *const cf_sets[] = {"d_model=16", "enc_in=4"};
+    check_module_sums("crossformer", cf_sets, 2,
+                      (const char *const[]){"enc_value_embedding", "pre_norm", "encoder",
+                                            "decoder"}, 4, 4 * 3 * 16 + 4 * 2 * 16);
+    static const char *const dl_sets[] = {"enc_in=3", "seq_len=48", "pred_len=24"};
+    check_module_sums("dlinear", dl_sets, 2,
+                      (const char *const[]){"decompsition", "Linear_Seasonal", "Linear_Trend"},
+                      3, 0);
+}
+
+/* "Training step's memory: 15.4 MB" in bytes. */
+static double summary_total(const char *out)
+{
+    const char *at = strstr(out, "\nTraining step's memory: ");
+    cr_assert_not_null(at, "%s", out);
+    double v;
+    char unit[8];
+    cr_assert_eq(sscanf(at, "\nTraining step's memory: %lf %7s", &v, unit), 2, "%s", at);
+    static const char *const units[] = {"B", "KB", "MB", "GB"};
+    for (int u = 0; u < 4; u++, v *= 1024)
+        if (!strcmp(unit, units[u])) return v;
+    cr_assert_fail("unit %s", unit);
+    return 0;
+}
+
+/* summary's total against what bench measures: the most tgraph's allocator
+ * held during its training steps (train_peak_alloc_mb), within 10%, for
+ * three models at a size where the plan is megabytes. What it leaves out is
+ * the graph's bookkeeping (nodes, attributes: about 1 KB a node). */
+Test(summary, total_is_the_peak_bench_measures)
+{
+    tt_deadline(300);
+    static const char *const cases[3][7] = {
+        {"crossformer", "d_model=64", "B=16", "seq_len=96", "pred_len=24", "enc_in=7", NULL},
+        {"gpt", "n_embd=64", "n_head=4", "B=8", "T=64", "block_size=64", "vocab_size=128"},
+        {"tsa", "d_model=64", "n_heads=4", "b=8", "ts_d=7", "seg_num=12", NULL}};
+    static char out[OUT_MAX];
+    for (int c = 0; c < 3; c++) {
+        const char *args[40] = {"summary", cases[c][0]};
+        int n = 2;
+        for (int i = 1; i < 7 && cases[c][i]; i++) args[n++] = "--set", args[n++] = cases[c][i];
+        args[n] = NULL;
+        run_ok(args, out, sizeof out);
+        double predicted = summary_total(out);
+        args[0] = "bench";
+        const char *more[] = {"--min-time", "0", "--warmup", "0", "--threads", "1", "-q"};
+        for (int i = 0; i < 7; i++) args[n++] = more[i];
+        args[n] = NULL;
+        run_ok(args, out, sizeof out);
+        const char *m = strstr(out, "\"train_peak_alloc_mb\":");
+        cr_assert_not_null(m, "%s", out);
+        double measured = strtod(m + 22, NULL) * 1024 * 1024;
+#ifndef __GLIBC__
+        cr_skip_test("the allocator's bytes are counted with glibc only");
+#endif
+        cr_assert(fabs(predicted - measured) <= 0.10 * measured,
+                  "%s: summary says %.0f bytes, bench measured %.0f", cases[c][0], predicted,
+                  measured);
+        cr_assert_gt(predicted, 5e6, "%s: %.0f bytes: too small to tell", cases[c][0], predicted);
+    }
 }
