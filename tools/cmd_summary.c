@@ -342,7 +342,8 @@ static const tg_opt opts[] = {
     [O_STEPS] = {"--steps", NULL, "N", "training steps --profile times, after one warm-up "
                  "(default 3)"},
     [O_CSV] = {"--csv", NULL, NULL, "comma-separated values, one line per module (path below "
-               "the layer, depth, shape, params, FLOPs, bytes kept[, ms])"},
+               "the layer, depth, shape, params, FLOPs, bytes kept, bytes of parameters, "
+               "gradients and Adam state, peak planned bytes forward and backward[, ms])"},
     [O_MARKDOWN] = {"--markdown", NULL, NULL, "a Markdown table and the totals as a list"},
     [O_OUT] = {"--out", "-o", "FILE", "where to write it (default -: stdout)"},
 };
@@ -451,11 +452,16 @@ const tg_cli_cmd tg_cmd_summary = {
         "Builds LAYER's training step (random parameters) and prints one row per module\n"
         "scope down to --depth, as torchinfo's summary() does: the module's output shape,\n"
         "its parameters, its forward FLOPs (2 per multiply-add, counted from the shapes:\n"
-        "see FLOPS in the man page), the bytes its ops keep alive (values and saved\n"
-        "buffers) and, with --profile, its forward and backward ms per training step.\n"
-        "Then the totals: parameters (trainable), the training step's planned memory,\n"
-        "FLOPs per step (forward; forward + backward counts the backward as twice the\n"
-        "forward) and, with --profile, the step's time.\n",
+        "see FLOPS in the man page), its memory: the bytes of its parameters (Params B),\n"
+        "their gradients (Grads B) and Adam's two moments (Adam B: tgraph train's default\n"
+        "optimizer), the bytes its ops keep alive (Kept: values and saved buffers), and\n"
+        "the most the plan holds live while its ops run forward (Peak fwd) and backward\n"
+        "(Peak bwd); with --profile, its forward and backward ms per training step.\n"
+        "Then the totals: parameters (trainable), the training step's planned memory\n"
+        "(and its live peaks), the training step's memory (parameters + gradients + Adam\n"
+        "state + inputs + the plan: what tgraph bench measures as train_peak_alloc_mb,\n"
+        "less the graph's bookkeeping), FLOPs per step (forward; forward + backward\n"
+        "counts the backward as twice the forward) and, with --profile, the step's time.\n",
     .opts = opts,
     .n_opts = TG_OPTS_N(opts),
     .help_more =
