@@ -37,7 +37,8 @@ void tg_alloc_reset_peak(void) { atomic_store(&peak_bytes, atomic_load(&live_byt
 static void *counted(void *p)
 {
     if (!p) return NULL;
-    size_t now = atomic_fetch_add(&live_bytes, BLOCK_BYTES(p)) + BLOCK_BYTES(p);
+    size_t n = BLOCK_BYTES(p);
+    size_t now = atomic_fetch_add(&live_bytes, n) + n;
     size_t peak = atomic_load(&peak_bytes);
     while (now > peak && !atomic_compare_exchange_weak(&peak_bytes, &peak, now)) {
     }
