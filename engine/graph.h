@@ -187,11 +187,11 @@ size_t tg_graph_planned_bytes(const tg_graph *g);
  * backward at t = 2N - i (N = tg_graph_node_count), t = N between the two
  * passes and t = 2N + 1 after the backward (what outlives it: outputs, kept
  * values, saved buffers, input gradients). Scratch is apart (one buffer, at
- * every time). The most over t <= the block's size (tg_graph_planned_bytes
- * less scratch): greedy placement may leave gaps. So node i's forward (or
- * backward) runs with tg_graph_plan_live_bytes(g, i) (or (g, 2N - i)) bytes
- * of values, gradients and saved buffers planned. 0, with an error recorded,
- * before planning or for t outside [0, 2N + 1]. */
+ * every time). So node i's forward runs with tg_graph_plan_live_bytes(g, i)
+ * bytes of values, gradients and saved buffers in use, its backward with
+ * (g, 2N - i). The largest over t is at most the block's size
+ * (tg_graph_planned_bytes less scratch): greedy placement may leave gaps.
+ * 0, with an error recorded, before planning or for t outside [0, 2N + 1]. */
 size_t tg_graph_plan_live_bytes(const tg_graph *g, int64_t t);
 
 /* Bytes tgraph's allocator holds now, process-wide (every tensor, graph,
