@@ -182,6 +182,28 @@ tg_status tg_graph_plan(tg_graph *g);
  * scratch; leaves and parameters excluded). 0 before planning. */
 size_t tg_graph_planned_bytes(const tg_graph *g);
 
+/* What the plan holds over time: the bytes of the block's buffers live at
+ * time t, where time runs as in the planner: node i's forward at t = i, its
+ * backward at t = 2N - i (N = tg_graph_node_count), t = N between the two
+ * passes and t = 2N + 1 after the backward (what outlives it: outputs, kept
+ * values, saved buffers, input gradients). Scratch is apart (one buffer, at
+ * every time). So node i's forward runs with tg_graph_plan_live_bytes(g, i)
+ * bytes of values, gradients and saved buffers in use, its backward with
+ * (g, 2N - i). The largest over t is at most the block's size
+ * (tg_graph_planned_bytes less scratch): greedy placement may leave gaps.
+ * 0, with an error recorded, before planning or for t outside [0, 2N + 1]. */
+size_t tg_graph_plan_live_bytes(const tg_graph *g, int64_t t);
+
+/* Bytes tgraph's allocator holds now, process-wide (every tensor, graph,
+ * plan, parameter store and optimizer state of the library; not the GEMM's
+ * per-thread packing buffers, about 4.3 MB a thread whatever the model), as
+ * the C library counts them (its usable size of each block; 0 where it
+ * cannot tell: glibc only), and the most it has held since start or the last
+ * tg_alloc_reset_peak (which sets the peak to what is held now). */
+size_t tg_alloc_live_bytes(void);
+size_t tg_alloc_peak_bytes(void);
+void   tg_alloc_reset_peak(void);
+
 /* A cap on the bytes one plan may hold (what tg_graph_planned_bytes would
  * say): tg_graph_plan, and so the first forward, of a graph above it fails
  * with TG_ERR_LIMIT naming both figures, before anything is allocated.
