@@ -593,3 +593,21 @@ Test(batchnorm, pytorch_state_dict)
     free(want);
     model_free(&b);
 }
+
+/* Diagrams mark buffers as such, in the module's box, with no gradient edge. */
+Test(batchnorm, dot_marks_buffers)
+{
+    bn_model b;
+    model_init(&b, TG_F32, 4);
+    model_build(&b, true, 3, (int64_t[]){2, 4, 3});
+    const char *path = tt_path("bn.dot");
+    cr_assert_eq(tg_graph_dot_save(b.g, &(tg_dot_opts){.backward = true}, path), TG_OK, "%s",
+                 tg_last_error());
+    char *dot = tt_slurp(path, NULL);
+    cr_expect_not_null(strstr(dot, "buffer " PREFIX ".1.running_mean"), "%s", dot);
+    cr_expect_not_null(strstr(dot, "buffer " PREFIX ".1.num_batches_tracked"), "%s", dot);
+    cr_expect_null(strstr(dot, "buffer " PREFIX ".1.weight"), "%s", dot);
+    cr_expect_not_null(strstr(dot, "batch_norm"), "%s", dot);
+    free(dot);
+    model_free(&b);
+}
