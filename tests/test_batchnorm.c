@@ -327,7 +327,13 @@ Test(batchnorm, bad_stat_and_counter_tensors)
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
     tg_node *cnt = tg_input(g, "nbt", TG_F32, 0, NULL);
     cr_expect_null(tg_batch_norm(g, x, rm, rv, NULL, NULL, cnt, 0.1, 1e-5));
-    tt_assert_graph_error(g, "num_batches_tracked must be an int64 tensor of one element");
+    tt_assert_graph_error(g, "num_batches_tracked must be an int64 leaf of one element");
+    tg_graph_free(g);
+
+    g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
+    cr_expect_null(tg_batch_norm(g, x, rm, tg_scale(g, rv, 2.0), NULL, NULL, NULL, 0.1, 1e-5));
+    tt_assert_graph_error(g, "running_var must be a leaf (a buffer, an input or a constant), got "
+                          "the result of scale");
     tg_graph_free(g);
 
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
