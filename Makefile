@@ -4,6 +4,8 @@
 #   make test       build and run the Criterion suites (installs Criterion if missing, as root)
 #   make run        the main job (see README)
 #   make etth1-table  the Crossformer paper's ETTh1 table, five horizons (tools/doc/etth1.sh)
+#   make tsl-table  TSL's ETTh1/ETTh2 table: DLinear, PatchTST, iTransformer, Crossformer,
+#                   horizons 96-720, beside the published numbers (tools/doc/tsl.sh)
 #   make asan       everything under AddressSanitizer + UndefinedBehaviorSanitizer, whole suite
 #   make func-length  functions a reader can hold: none over 80 lines in tools/, 120 elsewhere,
 #                   but those tests/func_length.allow lists with their reason (tests/func_length.sh)
@@ -68,7 +70,7 @@ TOOL   := $(BUILD)/tgraph
 TESTS  := $(BUILD)/tgraph-tests
 MAN    := $(BUILD)/tgraph.1
 
-.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk bench-gpt etth1-table
+.PHONY: all test run asan fuzz fuzz-build func-length clean check-criterion check-clang diagrams install uninstall headers bench-gemm bench bench-rows bench-topk bench-gpt etth1-table tsl-table
 all: $(LIB_A) $(LIB_SO) $(TOOL) $(MAN) headers
 
 $(BUILD)/%.o: %.c
@@ -180,6 +182,10 @@ run: $(TOOL)
 # PLOTS: see tools/doc/etth1.sh.
 etth1-table: $(TOOL)
 	TGRAPH=$(TOOL) sh tools/doc/etth1.sh
+
+# MODELS, DATASETS, HORIZONS, RUNS_DIR, MAX_STEPS: see tools/doc/tsl.sh.
+tsl-table: $(TOOL)
+	TGRAPH=$(TOOL) sh tools/doc/tsl.sh
 
 # Also run by `make test`.
 func-length:

@@ -5,6 +5,8 @@
  * results.csv and etth1-table.md, each run's files, that a second call skips
  * the finished runs, that a run stopped by MAX_STEPS is resumed by a call
  * without it (to the numbers of a straight run), and SEEDS' mean +- std.
+ * The same for tools/doc/tsl.sh (make tsl-table, suite tsl_table): DLinear
+ * rows beside the published numbers, skipped when done, bad settings refused.
  * The real runs take hours; this checks the machinery only.
  */
 #include <errno.h>
@@ -37,11 +39,11 @@ static void build_dir(char *buf, size_t n)
     *slash = '\0';
 }
 
-/* data.csv in the temporary directory: 1000 hourly rows of 7 channels with
+/* NAME in the temporary directory: 1000 hourly rows of 7 channels with
  * daily cycles and a little noise, no date column. */
-static const char *write_csv(void)
+static const char *write_csv_named(const char *name)
 {
-    const char *path = tt_path("data.csv");
+    const char *path = tt_path(name);
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
     fprintf(f, "A,B,C,D,E,F,OT\n");
@@ -59,13 +61,16 @@ static const char *write_csv(void)
     return path;
 }
 
-/* Run the script with the environment assignments in env (NULL-terminated,
- * over this process's); its stdout and stderr go to out. The exit status. */
-static int run_script(const char *const *env, char *out, size_t outlen)
+static const char *write_csv(void) { return write_csv_named("data.csv"); }
+
+/* Run tools/doc/NAME with the environment assignments in env (NULL-
+ * terminated, over this process's); its stdout and stderr go to out. The
+ * exit status. */
+static int run_named(const char *name, const char *const *env, char *out, size_t outlen)
 {
     char dir[PATH_MAX], script[PATH_MAX + 32], tgraph[PATH_MAX + 32];
     build_dir(dir, sizeof dir - 40);
-    snprintf(script, sizeof script, "%s/../tools/doc/etth1.sh", dir);
+    snprintf(script, sizeof script, "%s/../tools/doc/%s", dir, name);
     snprintf(tgraph, sizeof tgraph, "%s/tgraph", dir);
     const char *log = tt_path("script.log");
     const char *set[16];
@@ -96,6 +101,11 @@ static int run_script(const char *const *env, char *out, size_t outlen)
     snprintf(out, outlen, "%s", text);
     free(text);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_script(const char *const *env, char *out, size_t outlen)
+{
+    return run_named("etth1.sh", env, out, outlen);
 }
 
 static char *slurp_in(const char *runs, const char *name)
@@ -135,6 +145,19 @@ static void csv_field(const char *csv, const char *prefix, int col, char *buf, s
 
 static char out[1 << 16];
 
+/* The script called again: each line of done (NULL-terminated) in its
+ * output, nothing trained, and results.csv in runs still equal to csv. */
+static void assert_second_call_skips(const char *script, const char *const *env, const char *runs,
+                                     const char *csv, const char *const *done)
+{
+    cr_assert_eq(run_named(script, env, out, sizeof out), 0, "%s", out);
+    for (int i = 0; done[i]; i++) cr_assert_not_null(strstr(out, done[i]), "%s", out);
+    cr_assert_null(strstr(out, "tgraph train:"), "a finished run was trained again:\n%s", out);
+    char *again = slurp_in(runs, "results.csv");
+    cr_assert_str_eq(again, csv);
+    free(again);
+}
+
 Test(etth1_table, two_horizons_then_a_second_call_skips_them)
 {
     char runs_env[PATH_MAX], data_env[PATH_MAX];
@@ -165,14 +188,8 @@ Test(etth1_table, two_horizons_then_a_second_call_skips_them)
         snprintf(name, sizeof name, "h48-seed0/%s", files[i]);
         cr_assert(exists_in(runs, name), "%s is missing or empty", name);
     }
-    /* again: nothing trained, the same table */
-    cr_assert_eq(run_script(env, out, sizeof out), 0, "%s", out);
-    cr_assert_not_null(strstr(out, "horizon 24 seed 0: done"), "%s", out);
-    cr_assert_not_null(strstr(out, "horizon 48 seed 0: done"), "%s", out);
-    cr_assert_null(strstr(out, "tgraph train:"), "a finished run was trained again:\n%s", out);
-    char *csv2 = slurp_in(runs, "results.csv");
-    cr_assert_str_eq(csv2, csv);
-    free(csv2);
+    assert_second_call_skips("etth1.sh", env, runs, csv,
+                             TT_ARGS("horizon 24 seed 0: done", "horizon 48 seed 0: done"));
     free(md);
     free(csv);
 }
@@ -251,4 +268,66 @@ Test(etth1_table, bad_settings_are_refused)
     const char *no_data[] = {runs_env, missing_env, NULL};
     cr_assert_eq(run_script(no_data, out, sizeof out), 2, "%s", out);
     cr_assert_not_null(strstr(out, "no data file"), "%s", out);
+}
+
+/* ---- tools/doc/tsl.sh ---- */
+
+TestSuite(tsl_table, .init = setup);
+
+Test(tsl_table, dlinear_rows_beside_the_published_numbers_then_skipped)
+{
+    char runs_env[PATH_MAX], data_env[PATH_MAX];
+    snprintf(runs_env, sizeof runs_env, "RUNS_DIR=%s", tt_path("runs"));
+    write_csv_named("ETTh1.csv");
+    snprintf(data_env, sizeof data_env, "DATA_DIR=%s", tt_tmpdir());
+    const char *env[] = {runs_env, data_env, "SPLIT=500,250,250", "MODELS=dlinear",
+                         "DATASETS=ETTh1", "HORIZONS=96", "THREADS=1", "EXTRA=--epochs 1 -q",
+                         NULL};
+    cr_assert_eq(run_named("tsl.sh", env, out, sizeof out), 0, "%s", out);
+    const char *runs = tt_path("runs");
+    char *csv = slurp_in(runs, "results.csv");
+    cr_assert(!strncmp(csv, "model,data,horizon,paper_mse,paper_mae,test_mse,test_mae,epochs,", 64),
+              "%s", csv);
+    char f[64];
+    csv_field(csv, "dlinear,ETTh1,96,", 3, f, sizeof f);
+    cr_assert_str_eq(f, "0.386", "the published MSE: %s", csv);
+    csv_field(csv, "dlinear,ETTh1,96,", 7, f, sizeof f);
+    cr_assert_str_eq(f, "1", "epochs: %s", csv);
+    csv_field(csv, "dlinear,ETTh1,96,", 13, f, sizeof f);
+    cr_assert_str_eq(f, "complete", "%s", csv);
+    char *md = slurp_in(runs, "tsl-table.md");
+    cr_assert_not_null(strstr(md, "| dlinear | ETTh1 | 96 | "), "%s", md);
+    cr_assert_not_null(strstr(md, " | 0.386 | 0.400 | "), "the published row: %s", md);
+    cr_assert_not_null(strstr(md, "ICLR 2024"), "%s", md);
+    const char *files[] = {"metrics.csv", "checkpoint.safetensors", "best.safetensors",
+                           "train.log", "result.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "dlinear-ETTh1-h96/%s", files[i]);
+        cr_assert(exists_in(runs, name), "%s is missing or empty", name);
+    }
+    assert_second_call_skips("tsl.sh", env, runs, csv, TT_ARGS("dlinear ETTh1 96: done"));
+    free(md);
+    free(csv);
+}
+
+Test(tsl_table, bad_settings_are_refused)
+{
+    char runs_env[PATH_MAX], data_env[PATH_MAX];
+    snprintf(runs_env, sizeof runs_env, "RUNS_DIR=%s", tt_path("runs"));
+    write_csv_named("ETTh1.csv");
+    snprintf(data_env, sizeof data_env, "DATA_DIR=%s", tt_tmpdir());
+    const struct { const char *models, *data, *horizons, *want; } cases[] = {
+        {"MODELS=dlinear,informer", "DATASETS=ETTh1", "HORIZONS=96",
+         "model informer: not one of dlinear patchtst itransformer"},
+        {"MODELS=dlinear", "DATASETS=ETTm1", "HORIZONS=96", "data ETTm1: not one of ETTh1 ETTh2"},
+        {"MODELS=dlinear", "DATASETS=ETTh1", "HORIZONS=24", "horizon 24: not one of 96 192 336 720"},
+        {"MODELS=dlinear", "DATASETS=ETTh1,ETTh2", "HORIZONS=96", "no data file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *env[] = {runs_env, data_env, cases[i].models, cases[i].data,
+                             cases[i].horizons, NULL};
+        cr_assert_eq(run_named("tsl.sh", env, out, sizeof out), 2, "%s: %s", cases[i].want, out);
+        cr_assert_not_null(strstr(out, cases[i].want), "%s", out);
+    }
 }

@@ -56,9 +56,10 @@ THREADS=${THREADS:-}
 EXTRA=${EXTRA:-}
 MAX_STEPS=${MAX_STEPS:-}
 PLOTS=${PLOTS:-1}
-HEADER=horizon,seed,input,seg_len,lr,test_mse,test_mae,epochs,best_epoch,seconds,seconds_per_epoch,repeat_last_mse,train_mean_mse,status
 
-die() { echo "etth1.sh: $*" >&2; exit 2; }
+NAME=etth1.sh
+. "$ROOT/tools/doc/table_lib.sh"
+HEADER=horizon,seed,input,seg_len,lr,$RESULT_FIELDS
 
 # horizon -> "input seg_len lr paper_mse paper_mae" (the paper: Table 2)
 config_of() {
@@ -72,84 +73,23 @@ config_of() {
     esac
 }
 
-# What this call asks of a run: complete, or max-steps N.
-goal() { if [ -n "$MAX_STEPS" ]; then echo "max-steps $MAX_STEPS"; else echo complete; fi; }
-
-# Is the run in $1 done for this call? (complete, or stopped at these max steps)
-finished() {
-    [ -f "$1/result.csv" ] || return 1
-    status=$(sed -n '1s/.*,//p' "$1/result.csv")
-    [ "$status" = complete ] || [ "$status" = "$(goal)" ]
-}
-
-# train_args H SEED DIR: a new run's arguments, the official settings, one a
+# train_args H SEED: a new run's arguments, the official settings, one a
 # line (called in $(...): its IFS is its own)
 train_args() {
     IFS=' '
-    set -- "$1" "$2" "$3" $(config_of "$1")
-    printf '%s\n' --data "$DATA" --split "$SPLIT" --out-dir "$3" --seed "$2" \
-        --set "seq_len=$4" --set "pred_len=$1" --set "seg_len=$5" --set d_model=256 \
+    set -- "$1" "$2" $(config_of "$1")
+    printf '%s\n' --data "$DATA" --split "$SPLIT" --seed "$2" \
+        --set "seq_len=$3" --set "pred_len=$1" --set "seg_len=$4" --set d_model=256 \
         --set n_heads=4 --set e_layers=3 --set factor=10 --set d_ff=512 --set win_size=2 \
-        --set dropout=0.2 --batch-size 32 --lr "$6" --lradj crossformer --patience 3 --epochs 20
-}
-
-# run_train H SEED DIR: a new run, or the interrupted one continued. Its stdout
-# goes to the terminal and DIR/last.out; the exit status is train's.
-run_train() {
-    h=$1 seed=$2 dir=$3
-    mkdir -p "$dir" || die "cannot create $dir"
-    if [ -f "$dir/checkpoint.safetensors" ]; then
-        echo "== horizon $h seed $seed: resuming $dir/checkpoint.safetensors"
-        set -- --resume "$dir/checkpoint.safetensors"
-    else
-        echo "== horizon $h seed $seed: a new run in $dir"
-        # shellcheck disable=SC2046 # one argument per line, none with spaces but the paths
-        IFS='
-'
-        set -- $(train_args "$h" "$seed" "$dir") --overwrite
-        unset IFS
-        # shellcheck disable=SC2086 # EXTRA is a list of arguments
-        set -- "$@" $EXTRA
-    fi
-    [ -n "$THREADS" ] && set -- "$@" --threads "$THREADS"
-    [ -n "$MAX_STEPS" ] && set -- "$@" --max-steps "$MAX_STEPS"
-    rm -f "$dir/last.rc"
-    # A stop (Ctrl-C, kill) goes to train, which ends between steps: this
-    # subshell waits for its status (the trap), tee -i keeps its output
-    { trap : INT TERM HUP; "$TGRAPH" train "$@"; echo $? > "$dir/last.rc"; } |
-        tee -i "$dir/last.out"
-    cat "$dir/last.out" >> "$dir/train.log"
-    return "$(cat "$dir/last.rc" 2>/dev/null || echo 1)"
+        --set dropout=0.2 --batch-size 32 --lr "$5" --lradj crossformer --patience 3 --epochs 20
 }
 
 # record H SEED DIR: DIR/result.csv from train's output and metrics.csv
 record() {
-    h=$1 seed=$2 dir=$3
-    set -- $(config_of "$h")
-    epochs=0
-    [ -f "$dir/metrics.csv" ] && epochs=$(($(wc -l < "$dir/metrics.csv") - 1))
-    status=$(goal)
-    grep -q '^max steps: stopped' "$dir/last.out" || status=complete
-    awk -v h="$h" -v seed="$seed" -v input="$1" -v seg="$2" -v lr="$3" -v epochs="$epochs" \
-        -v status="$status" '
-        /^best epoch / { best = $3 }
-        /^trained / { s = $2; sub(/s;?$/, "", s) }
-        /^test mse=/ {
-            nf = split($0, f, /[ =|]+/)
-            for (i = 1; i < nf; i++) {
-                if (f[i] == "mse" && !mse) mse = f[i + 1]
-                else if (f[i] == "mae") mae = f[i + 1]
-                else if (f[i] == "repeat-last") rl = f[i + 2]
-                else if (f[i] == "train-mean") tm = f[i + 2]
-            }
-        }
-        END {
-            if (mse == "") exit 1
-            per = epochs > 0 ? sprintf("%.1f", s / epochs) : ""
-            printf "%s,%s,%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s\n", h, seed, input, seg, lr,
-                   mse, mae, epochs, best + 0, s, per, rl, tm, status
-        }' "$dir/last.out" > "$dir/result.tmp" || die "no test line in $dir/last.out"
-    mv "$dir/result.tmp" "$dir/result.csv"
+    set -- "$1" "$2" "$3" $(config_of "$1")
+    fields=$(result_fields "$3") || die "no test line in $3/last.out"
+    printf '%s,%s,%s,%s,%s,%s\n' "$1" "$2" "$4" "$5" "$6" "$fields" > "$3/result.tmp"
+    mv "$3/result.tmp" "$3/result.csv"
 }
 
 # plots DIR: tgraph eval of the best weights (the last ones before any epoch)
@@ -222,7 +162,7 @@ main() {
             if finished "$dir"; then
                 echo "== horizon $h seed $seed: done ($dir/result.csv), skipped"
             else
-                run_train "$h" "$seed" "$dir"
+                run_train "horizon $h seed $seed" "$dir" train_args "$h" "$seed"
                 rc=$?
                 if [ "$rc" != 0 ]; then
                     echo "etth1.sh: horizon $h seed $seed: tgraph train exited $rc; run again to resume" >&2
