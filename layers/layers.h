@@ -14,6 +14,7 @@
 #include "crossformer.h"
 #include "linear_forecast.h"
 #include "dlinear.h"
+#include "patchtst.h"
 #include "gpt.h"
 
 #endif
