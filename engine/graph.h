@@ -95,7 +95,10 @@ tg_node *tg_full(tg_graph *g, int rank, const int64_t *shape, double value);
 /* The leaf of a parameter from a store (params.h): its value and grad are the
  * store's, so backward accumulates into tg_param.grad. Asking twice for the
  * same parameter returns the same node. The store's dtype must be the graph's.
- * From here until tg_graph_free the graph holds p's store: tg_params_free
+ * A buffer (params.h) gives a leaf without gradient, of its own dtype (an
+ * int64 buffer in any graph); ops read it as a constant, and the node's value
+ * is the store's memory, so an op that updates it (batch_norm in training)
+ * updates the store. From here until tg_graph_free the graph holds p's store: tg_params_free
  * before tg_graph_free is safe, the store goes with the last graph using it
  * (params.h). */
 tg_node *tg_param_node(tg_graph *g, tg_param *p);

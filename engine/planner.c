@@ -84,7 +84,8 @@ static void propagate_requires_grad(tg_graph *g)
     for (int i = 0; i < g->n_nodes; i++) {
         tg_node *n = g->nodes[i];
         if (n->kind == TG_NODE_INPUT && !g->grad_enabled) n->requires_grad = false;
-        if (n->kind == TG_NODE_PARAM) n->requires_grad = g->grad_enabled && !n->param->frozen;
+        if (n->kind == TG_NODE_PARAM)   /* a buffer never takes one, whatever its frozen flag */
+            n->requires_grad = g->grad_enabled && !n->param->frozen && !n->param->buffer;
         if (n->kind != TG_NODE_OP) continue;
         bool any = false;
         for (int k = 0; k < n->n_in; k++) any |= n->in[k]->requires_grad;
