@@ -67,12 +67,16 @@ enum tg_params_load_flags {
     TG_LOAD_ALLOW_EXTRA   = 1u << 1,   /* file tensors with no parameter are ignored */
 };
 
-/* Set every parameter of ps from the tensor of the same name in a
- * safetensors file (F32/F64 converted to the store's dtype). By default
- * (strict, like load_state_dict) a missing, extra, misshaped or non-float
- * tensor is an error naming it, and the store is left unchanged. */
+/* Set every parameter and buffer (params.h) of ps from the tensor of the same
+ * name in a safetensors file (F32/F64 converted to the store's dtype; an
+ * int64 buffer takes an integer tensor). By default (strict, like
+ * load_state_dict) a missing, extra, misshaped or mistyped tensor is an error
+ * naming it ("Missing key(s) in state_dict: \"encoder.norm.1.running_mean\""),
+ * and the store is left unchanged. */
 tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags);
-/* Save every parameter under its name (store dtype), with optional metadata. */
+/* Save every parameter under its name (store dtype), its aliases, then every
+ * buffer in its own dtype (num_batches_tracked as I64, as PyTorch's
+ * state_dict), with optional metadata. */
 tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
                          const char *const *meta_keys, const char *const *meta_values);
 
