@@ -247,7 +247,9 @@ int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, u
             tg_tensor_set(t, k, spec->ids ? (double)tg_rng_below(&rng, (uint64_t)spec->ids)
                                 : spec->differentiable ? tg_rng_normal(&rng)
                                 : (tg_rng_uniform(&rng) < 0.3 ? -100 : 0));
-        if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
+        /* a gradient through a detached statistic is not the derivative: left out */
+        bool detached = tg_layer_class_find(layer)->grad_detached_inputs >> i & 1u;
+        if (spec->differentiable && !detached) tg_node_set_requires_grad(in[i], true);
     }
     tg_layer_outputs out;
     cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s: %s", layer, tg_last_error());

@@ -117,7 +117,8 @@ static void print_config(const tg_layer_class *cls, const void *cfg)
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         printf("%s\"%s\":", k == cls->keys ? "" : ",", k->name);
         const void *p = base + k->offset;
-        switch (k->type) {
+        switch ((int)k->type) {
+        case TG_KEY_STRING: printf("\"%s\"", ((const tg_key_str *)p)->s); break;
         case TG_KEY_INT: {
             int64_t v;
             memcpy(&v, p, sizeof v);

@@ -271,7 +271,8 @@ int tg_tl_config_format(const tg_layer *l, char *buf, size_t len)
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         char v[256];
         const void *p = cfg + k->offset;
-        switch (k->type) {
+        switch ((int)k->type) {
+        case TG_KEY_STRING: snprintf(v, sizeof v, "%s", ((const tg_key_str *)p)->s); break;
         case TG_KEY_INT: {
             int64_t x;
             memcpy(&x, p, sizeof x);
