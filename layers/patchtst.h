@@ -32,6 +32,7 @@
 
 #include "layer.h"
 #include "modules.h"
+#include "tsl_encoder.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,12 +44,46 @@ extern "C" {
 /* TSL's configs for the forecast path. B describes the input for the
  * registry; the builder takes any batch. */
 typedef struct tg_patchtst_config {
-    int64_t B, enc_in, seq_len, pred_len;
-    int64_t d_model, n_heads, e_layers, d_ff;
-    double  dropout;
-    int64_t factor;              /* FullAttention's; unused, as in TSL */
-    int64_t patch_len, stride;   /* the padding is stride, as TSL's PatchTST */
+    int64_t    B, enc_in, seq_len, pred_len;
+    int64_t    d_model, n_heads, e_layers;
+    int64_t    d_ff;                 /* 0 / None: 4 * d_model */
+    double     dropout;              /* every dropout, the head's too (training only) */
+    int64_t    factor;               /* FullAttention's; unused, as in TSL */
+    tg_key_str activation;           /* "gelu" or "relu" */
+    int64_t    patch_len, stride;    /* the padding is stride, as TSL's PatchTST */
 } tg_patchtst_config;
+
+/* The key table's defaults (`tgraph layers patchtst`): the oracle's toy
+ * sizes (make_case.py --list), TSL's patch_len 16 / stride 8 scaled down. */
+tg_patchtst_config tg_patchtst_defaults(void);
+
+/* The model's typed state (~the TSL encoder's size: allocate it rather than
+ * putting it on a small stack). */
+typedef struct tg_patchtst {
+    tg_patchtst_config c;
+    int64_t            patch_num;         /* (seq_len - patch_len) // stride + 2 */
+    int64_t            head_nf;           /* d_model * patch_num */
+    tg_linear_mod      value_embedding;   /* patch_embedding.value_embedding, no bias */
+    tg_tsl_encoder     encoder;           /* encoder.attn_layers.* (no LayerNorm) */
+    tg_batchnorm_mod   norm;              /* encoder.norm.1: BatchNorm1d(d_model) */
+    tg_linear_mod      head;              /* head.linear */
+} tg_patchtst;
+
+/* Check c (errors name the key) and create every parameter and buffer under
+ * prefix ("" for none) with PyTorch's state_dict keys, in state_dict order
+ * (patch_embedding.value_embedding.weight, encoder.attn_layers.*,
+ * encoder.norm.1.weight / bias and its buffers running_mean, running_var,
+ * num_batches_tracked, head.linear.*), drawn from rng in construction order
+ * (rng NULL: zeros, norm gains 1). */
+tg_status tg_patchtst_init(tg_patchtst *m, const tg_patchtst_config *c, tg_params *ps,
+                           const char *prefix, tg_rng *rng);
+
+/* x_enc [B, seq_len, enc_in] -> y [B, pred_len, enc_in] (B and enc_in from
+ * x_enc: channels are independent). Graph errors: x_enc not 3-d or its
+ * seq_len not the model's. In training mode (tg_graph_set_training) the
+ * encoder norm normalises with the batch's statistics and every forward
+ * updates its running ones. */
+tg_node *tg_patchtst_build(tg_graph *g, const tg_patchtst *m, tg_node *x_enc);
 
 /* The number of patches PatchEmbedding cuts from seq_len steps padded with
  * padding copies of the last: (seq_len + padding - patch_len) / stride + 1,

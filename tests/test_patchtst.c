@@ -98,3 +98,15 @@ Test(patchtst, unfold_rejects_bad_arguments)
         tg_graph_free(g);
     }
 }
+
+#define ATOL 1e-5
+#define RTOL 1e-5
+
+Test(patchtst, oracle_toy) { tt_run_oracle_case("patchtst", ATOL, RTOL); }
+Test(patchtst, oracle_train) { tt_run_oracle_case("patchtst_train", ATOL, RTOL); }
+Test(patchtst, oracle_p8s4_3l_relu) { tt_run_oracle_case("x_patchtst_p8s4_3l_relu", ATOL, RTOL); }
+Test(patchtst, oracle_train_odd) { tt_run_oracle_case("x_patchtst_train_odd", ATOL, RTOL); }
+Test(patchtst, oracle_stride_gt_patch)
+{
+    tt_run_oracle_case("x_patchtst_stride_gt_patch", ATOL, RTOL);
+}
