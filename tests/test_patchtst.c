@@ -110,3 +110,213 @@ Test(patchtst, oracle_stride_gt_patch)
 {
     tt_run_oracle_case("x_patchtst_stride_gt_patch", ATOL, RTOL);
 }
+
+/* The key table's defaults are the oracle's (the suite case has no overrides). */
+Test(patchtst, defaults_are_the_oracles)
+{
+    char layer[64];
+    tg_config *cfg = tt_case_config("oracle/patchtst", layer, sizeof layer);
+    tg_patchtst_config c, d = tg_patchtst_defaults();
+    memset(&c, 0, sizeof c);
+    cr_assert_eq(tg_layer_read_config(tg_layer_class_find("patchtst"), cfg, &c), TG_OK, "%s",
+                 tg_last_error());
+    cr_assert(c.B == d.B && c.enc_in == d.enc_in && c.seq_len == d.seq_len &&
+              c.pred_len == d.pred_len && c.d_model == d.d_model && c.n_heads == d.n_heads &&
+              c.e_layers == d.e_layers && c.d_ff == d.d_ff && c.dropout == d.dropout &&
+              c.factor == d.factor && !strcmp(c.activation.s, d.activation.s) &&
+              c.patch_len == d.patch_len && c.stride == d.stride);
+    tg_config_free(cfg);
+}
+
+/* The store holds the case's state_dict keys in order: parameters, then
+ * the buffers of encoder.norm.1; the pe table is recomputed, not stored. */
+static void assert_state_dict_order(const char *name)
+{
+    char dir[128];
+    tg__json_doc doc = {0};
+    snprintf(dir, sizeof dir, "oracle/%s", name);
+    tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
+    void *text = tt_case_json(dir, &doc);
+    const tg__json *order = tg__json_get(doc.root, "state_dict_order");
+    cr_assert(order && order->kind == TG__JSON_ARRAY);
+    int at = 0, buf = 0;
+    for (int i = 0; i < order->n; i++) {
+        const char *key = tg__json_at(order, i)->str;
+        const tg_param *p = tg_params_find(t.ps, key);
+        if (!strcmp(key, "patch_embedding.position_embedding.pe")) {
+            cr_assert_null(p, "the pe buffer is stored");
+        } else if (p && p->buffer) {
+            cr_assert_lt(buf, tg_params_buffer_count(t.ps));
+            cr_assert_str_eq(tg_params_buffer_at(t.ps, buf++)->name, key);
+        } else {
+            cr_assert_lt(at, tg_params_count(t.ps), "%s: more keys in the case (%s)", name, key);
+            cr_assert_str_eq(tg_params_at(t.ps, at++)->name, key, "%s: parameter %d", name, at);
+        }
+    }
+    cr_assert_eq(at, tg_params_count(t.ps));
+    cr_assert_eq(buf, 3);
+    cr_assert_eq(tg_params_buffer_count(t.ps), 3);
+    cr_assert_eq(tg_params_find(t.ps, "encoder.norm.1.num_batches_tracked")->value.dtype, TG_I64);
+    tg__json_free(&doc);
+    tg_free(text);
+    tt_layer_free(&t);
+}
+
+Test(patchtst, keys_in_state_dict_order)
+{
+    assert_state_dict_order("patchtst");
+    assert_state_dict_order("x_patchtst_p8s4_3l_relu");
+}
+
+/* The parameters in float64 against central differences (x's gradient goes
+ * through the detached mean: the oracle cases check it). Eval mode: the
+ * BatchNorm on its running statistics. */
+Test(patchtst, gradcheck_eval)
+{
+    const char *sets[] = {"B=2", "enc_in=2", "seq_len=9", "pred_len=3", "d_model=4",
+                          "n_heads=2", "e_layers=1", "d_ff=6", "patch_len=3", "stride=2"};
+    cr_assert_eq(tt_layer_gradcheck("patchtst", sets, 10, 1, 0), 21);   /* 1 + 16 + 2 + 2 */
+    const char *more[] = {"B=1", "enc_in=3", "seq_len=7", "pred_len=2", "d_model=6",
+                          "n_heads=3", "e_layers=2", "d_ff=5", "patch_len=4", "stride=3",
+                          "activation=relu"};
+    cr_assert_eq(tt_layer_gradcheck("patchtst", more, 11, 2, 0), 37);
+}
+
+/* Training mode (dropout 0): the gradient through the BatchNorm's batch
+ * statistics, every parameter element. */
+Test(patchtst, gradcheck_training_batch_statistics)
+{
+    const char *sets[] = {"B=2", "enc_in=2", "seq_len=10", "pred_len=3", "d_model=4",
+                          "n_heads=1", "e_layers=1", "d_ff=6", "patch_len=4", "stride=3",
+                          "dropout=0"};
+    tt_layer t = tt_layer_new("patchtst", sets, 11,
+                              &(tt_layer_opts){.dtype = TG_F64, .init = true, .seed = 4,
+                                               .randn_seed = 9, .training = true,
+                                               .no_grad = true});
+    tg_rng rng;
+    tg_rng_seed(&rng, 5);
+    for (int i = 0; i < tg_params_count(t.ps); i++) {   /* no gain exactly 1 */
+        tg_tensor *p = &tg_params_at(t.ps, i)->value;
+        for (int64_t k = 0; k < p->numel; k++)
+            tg_tensor_set(p, k, tg_tensor_get(p, k) + 0.1 * tg_rng_normal(&rng));
+    }
+    tg_gradcheck_result res[64];
+    int n = 0;
+    bool ok = false;
+    cr_assert_eq(tg_gradcheck(t.g, t.out.y, &(tg_gradcheck_opts){.seed = 3}, res, 64, &n, &ok),
+                 TG_OK, "%s", tg_last_error());
+    cr_assert_eq(n, 21);
+    for (int i = 0; i < n; i++)
+        cr_expect(res[i].pass && res[i].checked > 0, "%s: worst rel %.3g", res[i].name,
+                  res[i].max_rel_err);
+    cr_assert(ok);
+    tt_layer_free(&t);
+}
+
+Test(patchtst, bad_configs)
+{
+    tt_assert_layer_rejects("patchtst", (const char *[]){"seq_len=5", "patch_len=8"}, 2,
+                            "patchtst: patch_len 8 is longer than seq_len + stride = 7 (the "
+                            "padded series holds no patch)");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"stride=0"}, 1,
+                            "stride: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"patch_len=0"}, 1,
+                            "patch_len: 0 is out of range [1, inf)");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"d_model=7", "n_heads=1"}, 2,
+                            "patchtst: d_model must be even for the sinusoidal position "
+                            "embedding");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"d_model=12", "n_heads=5"}, 2,
+                            "patchtst: d_model (12) must be divisible by n_heads (5)");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"activation=tanh"}, 1,
+                            "activation must be relu or gelu, got 'tanh'");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"e_layers=0"}, 1,
+                            "e_layers: 0 is out of range [1, 64]");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"dropout=1.5"}, 1,
+                            "dropout: 1.5 is out of range [0, 1]");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"seq_len=20000", "patch_len=1",
+                                                         "stride=1"}, 3,
+                            "patchtst: 20001 patches are more than the position embedding's "
+                            "max_len 5000");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"d_model=1152921504606846976"}, 1,
+                            "head.linear would have d_model 1152921504606846976 x 10 patches x "
+                            "pred_len 6 weights, more than int64 holds");
+    tt_assert_layer_rejects("patchtst", (const char *[]){"moving_avg=25"}, 1,
+                            "unknown key 'moving_avg'");
+}
+
+/* Any batch and channel count; x's seq_len and rank are checked. */
+Test(patchtst, builder_checks_the_input)
+{
+    tg_params *ps = tg_params_new(TG_F32);
+    tg_patchtst_config c = tg_patchtst_defaults();
+    tg_patchtst *m = calloc(1, sizeof *m);
+    cr_assert_eq(tg_patchtst_init(m, &c, ps, "", NULL), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(m->patch_num, 10);
+    cr_assert_eq(m->head_nf, 80);
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 3, (int64_t[]){5, 20, 4});
+    tg_node *y = tg_patchtst_build(g, m, x);
+    cr_assert_not_null(y, "%s", tg_graph_error(g));
+    const tg_tensor *yv = tg_node_value(y);
+    cr_assert(yv->rank == 3 && yv->shape[0] == 5 && yv->shape[1] == 6 && yv->shape[2] == 4);
+    tg_graph_free(g);
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 3, (int64_t[]){2, 21, 3});
+    cr_assert_null(tg_patchtst_build(g, m, x));
+    tt_assert_graph_error(g, "patchtst: expected x_enc [B, seq_len=20, enc_in], got [2, 21, 3]");
+    tg_graph_free(g);
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 2, (int64_t[]){20, 3});
+    cr_assert_null(tg_patchtst_build(g, m, x));
+    tt_assert_graph_error(g, "got [20, 3]");
+    tg_graph_free(g);
+    c.patch_len = 30;
+    cr_assert_eq(tg_patchtst_init(m, &c, ps, "", NULL), TG_ERR_INVALID);
+    tt_assert_last_error("patch_len 30 is longer than seq_len + stride = 22");
+    free(m);
+    tg_params_free(ps);
+}
+
+/* The running statistics after a training forward, saved with tg_params_save
+ * and loaded into a fresh model, come back bit for bit (num_batches_tracked
+ * as int64); a checkpoint likewise. */
+Test(patchtst, buffers_round_trip_bit_exact)
+{
+    const char *sets[] = {"dropout=0"};
+    tt_layer a = tt_layer_new("patchtst", sets, 1,
+                              &(tt_layer_opts){.init = true, .seed = 7, .randn_seed = 8,
+                                               .training = true});
+    for (int s = 0; s < 2; s++) cr_assert_eq(tg_graph_forward(a.g), TG_OK, "%s", tg_last_error());
+    const tg_param *nbt = tg_params_find(a.ps, "encoder.norm.1.num_batches_tracked");
+    cr_assert_eq(((const int64_t *)nbt->value.data)[0], 2);
+    const char *path = tt_path("patchtst.safetensors"), *ckp = tt_path("ck.safetensors");
+    cr_assert_eq(tg_params_save(a.ps, path, 0, NULL, NULL), TG_OK, "%s", tg_last_error());
+    tg_checkpoint ck, back;
+    tg_checkpoint_init(&ck);
+    tg_checkpoint_init(&back);
+    cr_assert_eq(tg_checkpoint_save(ckp, a.ps, NULL, &ck), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_checkpoint_read(ckp, &back), TG_OK, "%s", tg_last_error());
+    for (int k = 0; k < 2; k++) {
+        tt_layer b = tt_layer_new("patchtst", sets, 1, &(tt_layer_opts){.no_graph = true});
+        if (k) cr_assert_eq(tg_checkpoint_restore_params(&back, b.ps), TG_OK, "%s",
+                            tg_last_error());
+        else cr_assert_eq(tg_params_load(b.ps, path, 0), TG_OK, "%s", tg_last_error());
+        const int n = tg_params_count(a.ps), nb = tg_params_buffer_count(a.ps);
+        cr_assert_eq(nb, 3);
+        for (int i = 0; i < n + nb; i++) {
+            const tg_param *p = i < n ? tg_params_at(a.ps, i) : tg_params_buffer_at(a.ps, i - n);
+            const tg_param *q = tg_params_find(b.ps, p->name);
+            cr_assert(q && q->value.dtype == p->value.dtype && q->value.numel == p->value.numel,
+                      "%s", p->name);
+            size_t bytes = (size_t)p->value.numel * tg_dtype_size(p->value.dtype);
+            cr_assert_eq(memcmp(p->value.data, q->value.data, bytes), 0, "%s differs (%s)",
+                         p->name, k ? "checkpoint" : "params file");
+        }
+        tt_layer_free(&b);
+    }
+    const float *rv = tg_params_find(a.ps, "encoder.norm.1.running_var")->value.data;
+    cr_assert(rv[0] != 1.0f, "the training forwards moved the running variance");
+    tg_checkpoint_clear(&ck);
+    tg_checkpoint_clear(&back);
+    tt_layer_free(&a);
+}
