@@ -137,10 +137,11 @@ tg_node *tg_batchnorm_mod_build(tg_graph *g, const tg_batchnorm_mod *m, tg_node 
     TG__BUILDER_NONNULL(g, m);
     TG__BUILDER_NONNULL(g, x);
     if (tg_scope_push(g, m->name)) return NULL;
-    tg_node *y = tg_batch_norm(g, x, tg_param_node(g, m->running_mean),
-                               tg_param_node(g, m->running_var), tg_param_node(g, m->weight),
-                               tg_param_node(g, m->bias), tg_param_node(g, m->num_batches_tracked),
-                               m->momentum, m->eps);
+    /* the leaves one by one: nodes in F.batch_norm's argument order, whatever the compiler's */
+    tg_node *rm = tg_param_node(g, m->running_mean), *rv = tg_param_node(g, m->running_var);
+    tg_node *w = tg_param_node(g, m->weight), *b = tg_param_node(g, m->bias);
+    tg_node *nbt = tg_param_node(g, m->num_batches_tracked);
+    tg_node *y = tg_batch_norm(g, x, rm, rv, w, b, nbt, m->momentum, m->eps);
     tg_scope_pop(g);
     return y;
 }

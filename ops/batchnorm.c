@@ -94,13 +94,7 @@ tg_node *tg_batch_norm(tg_graph *g, tg_node *x, tg_node *running_mean, tg_node *
     tg_node *in[6] = {x, running_mean, running_var};
     int n_in = 3;
     bn_attr at = {.wi = -1, .bi = -1, .ni = -1, .momentum = momentum, .eps = eps};
-    if (!x || !running_mean || !running_var) {
-        if (g && !tg_graph_error(g))
-            tg_graph_fail(g, "batch_norm: %s is NULL (input, running_mean and running_var are "
-                          "required)", !x ? "input" : !running_mean ? "running_mean"
-                                                                    : "running_var");
-        return NULL;
-    }
+    if (!tg_builder_check(g, "batch_norm", 3, in)) return NULL;   /* the required three */
     if (weight) at.wi = n_in, in[n_in++] = weight;
     if (bias) at.bi = n_in, in[n_in++] = bias;
     if (num_batches_tracked) at.ni = n_in, in[n_in++] = num_batches_tracked;

@@ -19,6 +19,7 @@
 
 #include "checkpoint.h"
 #include "modules.h"
+#include "trainer.h"
 
 #define PREFIX "encoder.norm"
 
@@ -331,7 +332,7 @@ Test(batchnorm, bad_stat_and_counter_tensors)
 
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
     cr_expect_null(tg_batch_norm(g, x, NULL, rv, NULL, NULL, NULL, 0.1, 1e-5));
-    tt_assert_graph_error(g, "running_mean is NULL");
+    tt_assert_graph_error(g, "batch_norm: input 1 is NULL");
     tg_graph_free(g);
 
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
@@ -592,4 +593,123 @@ Test(batchnorm, pytorch_state_dict)
     free(got);
     free(want);
     model_free(&b);
+}
+
+/* Diagrams mark buffers as such, in the module's box, with no gradient edge. */
+Test(batchnorm, dot_marks_buffers)
+{
+    bn_model b;
+    model_init(&b, TG_F32, 4);
+    model_build(&b, true, 3, (int64_t[]){2, 4, 3});
+    const char *path = tt_path("bn.dot");
+    cr_assert_eq(tg_graph_dot_save(b.g, &(tg_dot_opts){.backward = true}, path), TG_OK, "%s",
+                 tg_last_error());
+    char *dot = tt_slurp(path, NULL);
+    cr_expect_not_null(strstr(dot, "buffer " PREFIX ".1.running_mean"), "%s", dot);
+    cr_expect_not_null(strstr(dot, "buffer " PREFIX ".1.num_batches_tracked"), "%s", dot);
+    cr_expect_null(strstr(dot, "buffer " PREFIX ".1.weight"), "%s", dot);
+    cr_expect_not_null(strstr(dot, "batch_norm"), "%s", dot);
+    free(dot);
+    model_free(&b);
+}
+
+/* ---- resume through the trainer: the buffers come back bit for bit ---- */
+
+/* y = BatchNorm1d(x) fitted to a fixed target by MSE; batch k of each epoch
+ * drawn from the trainer's data RNG */
+typedef struct {
+    bn_model b;
+    tg_node *target, *loss;
+    tg_optim *opt;
+    volatile sig_atomic_t stop;
+    int64_t stop_epoch;
+} bn_run;
+
+static void run_init(bn_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->stop_epoch = -1;
+    model_init(&r->b, TG_F32, 3);
+    model_build(&r->b, true, 3, (int64_t[]){4, 3, 2});
+    r->target = tg_input(r->b.g, "t", TG_F32, 3, (int64_t[]){4, 3, 2});
+    tt_randn((tg_tensor *)tg_node_value(r->target), 77);
+    r->loss = tg_mse_loss(r->b.g, r->b.y, r->target, TG_REDUCTION_MEAN);
+    r->opt = tg_optim_new(r->b.ps, &(tg_optim_config){.kind = TG_OPTIM_ADAM, .lr = 0.05});
+    cr_assert(r->loss && r->opt);
+}
+
+static tg_status run_fill(void *user, int64_t epoch, int64_t k, tg_rng *rng)
+{
+    bn_run *r = user;
+    (void)k;
+    if (epoch == r->stop_epoch) r->stop = 1;
+    float *x = ((tg_tensor *)tg_node_value(r->b.x))->data;
+    for (int i = 0; i < 24; i++) x[i] = (float)(2 * tg_rng_normal(rng) + 1);
+    return TG_OK;
+}
+
+static tg_status run_validate(void *user, int64_t epoch, double *metric)
+{
+    const bn_run *r = user;
+    (void)epoch;
+    *metric = fabs(((const float *)r->b.m.weight->value.data)[0] - 0.5);
+    return TG_OK;
+}
+
+static void run_trainer(tg_trainer *t, bn_run *r, const char *last)
+{
+    tg_trainer_init(t);
+    t->graph = r->b.g;
+    t->loss = r->loss;
+    t->ps = r->b.ps;
+    t->optim = r->opt;
+    t->lr = 0.05;
+    t->epochs = 4;
+    t->steps_per_epoch = 3;
+    t->batch = run_fill;
+    t->validate = run_validate;
+    t->user = r;
+    t->stop = &r->stop;
+    t->last_path = last;
+    tg_trainer_seed(t, 5);
+}
+
+static void run_free(bn_run *r, tg_trainer *t)
+{
+    tg_trainer_clear(t);
+    tg_optim_free(r->opt);
+    model_free(&r->b);
+}
+
+Test(batchnorm, trainer_resume_restores_buffers)
+{
+    bn_run a, b, c;
+    tg_trainer ta, tb, tc;
+    char *last = strdup(tt_path("last.safetensors"));
+    run_init(&a);
+    run_trainer(&ta, &a, NULL);
+    cr_assert_eq(tg_trainer_run(&ta), TG_OK, "%s", tg_last_error());
+    cr_expect_eq(nbt(&a.b), 12);   /* one count per step: 4 epochs of 3 */
+    run_init(&b);
+    b.stop_epoch = 3;              /* 0-based: stops in the 4th epoch's first step, `last`
+                                    * holds the end of the 3rd */
+    run_trainer(&tb, &b, last);
+    cr_assert_eq(tg_trainer_run(&tb), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tb.end, TG_TRAINER_STOPPED);
+    run_init(&c);
+    run_trainer(&tc, &c, last);
+    tg_checkpoint ck;
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(last, &ck), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_trainer_resume(&tc, &ck), TG_OK, "%s", tg_last_error());
+    cr_expect_eq(ck.epoch, 3);
+    cr_expect_eq(nbt(&b.b), 10, "the stopped run finished the step it was in");
+    cr_expect_eq(nbt(&c.b), 9, "restored after 3 epochs of 3 steps: %lld", (long long)nbt(&c.b));
+    tg_checkpoint_clear(&ck);
+    cr_assert_eq(tg_trainer_run(&tc), TG_OK, "%s", tg_last_error());
+    expect_same_entries(a.b.ps, c.b.ps);   /* parameters and buffers, bit for bit */
+    free(last);
+    run_free(&a, &ta);
+    run_free(&b, &tb);
+    run_free(&c, &tc);
 }
