@@ -320,3 +320,155 @@ Test(patchtst, buffers_round_trip_bit_exact)
     tg_checkpoint_clear(&back);
     tt_layer_free(&a);
 }
+
+/* ---- the command line: run with --buffers, summary, dot, bench, train ---- */
+
+#define CASE "tests/fixtures/oracle/patchtst"
+
+/* Run tgraph with args; stderr into the test log when it says anything. */
+static int tool(const char *const *args)
+{
+    static char err[8192];
+    int rc = tt_run_tool(args, err, sizeof err);
+    if (err[0]) cr_log_info("tgraph %s ...: exit %d, stderr: %s", args[0], rc, err);
+    return rc;
+}
+
+/* The oracle case in three commands: the running statistics from --buffers. */
+Test(patchtst, run_with_buffers_then_compare)
+{
+    const char *y = tt_path("y.npy"), *g = tt_path("g.safetensors");
+    cr_assert_eq(tool(TT_ARGS("run", "patchtst", "--weights", CASE "/weights.safetensors",
+                              "--buffers", CASE "/buffers.safetensors", "--input",
+                              "x=" CASE "/x.npy", "--out", y, "--grad-output", CASE "/dy.npy",
+                              "--grads", g)), 0);
+    cr_assert_eq(tool(TT_ARGS("compare", y, CASE "/y.npy")), 0);
+    cr_assert_eq(tool(TT_ARGS("compare", g, CASE "/grads.safetensors")), 0);
+    tt_expect_cli_error(TT_ARGS("run", "patchtst", "--weights", CASE "/weights.safetensors",
+                                "--input", "x=" CASE "/x.npy", "--out", y),
+                        "Missing key(s) in state_dict", "encoder.norm.1.running_mean");
+    tt_expect_cli_error(TT_ARGS("run", "patchtst", "--weights", CASE "/weights.safetensors",
+                                "--buffers", CASE "/weights.safetensors", "--input",
+                                "x=" CASE "/x.npy", "--out", y),
+                        "--buffers " CASE "/weights.safetensors: Missing key(s)",
+                        "encoder.norm.1.running_mean");
+    tt_expect_cli_error(TT_ARGS("run", "patchtst", "--weights", CASE "/buffers.safetensors",
+                                "--buffers", CASE "/buffers.safetensors", "--input",
+                                "x=" CASE "/x.npy", "--out", y),
+                        "--weights " CASE "/buffers.safetensors: Unexpected key(s)",
+                        "patch_embedding.position_embedding.pe");
+}
+
+/* The Params column of the summary row whose line starts with name and a
+ * space (-1: no such row). */
+static long row_params(const char *out, const char *name)
+{
+    char key[64], shape[64];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *r = strstr(out, key);
+    if (!r) return -1;
+    long a = 0, b = 0;
+    r += strlen(key);
+    /* "   [2, 6, 3]   1,734 ..." */
+    if (sscanf(r, " %63[^]]] %ld,%ld", shape, &a, &b) == 3) return a * 1000 + b;
+    if (sscanf(r, " %63[^]]] %ld", shape, &a) == 2) return a;
+    return -1;
+}
+
+/* The parameter count is PyTorch's (case.json n_params), the buffers apart;
+ * the top-level modules in build order. */
+Test(patchtst, summary_counts_pytorchs_parameters)
+{
+    static char out[1 << 16], err[4096];
+    int rc = tt_run_tool_out(TT_ARGS("summary", "patchtst", "--depth", "1"), out, sizeof out, err,
+                             sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "Parameters: 1,734 (trainable 1,734)"), "%s", out);
+    cr_assert_eq(row_params(out, "patchtst"), 1734, "%s", out);
+    const char *mods[] = {"\n  instance_norm ", "\n  patch_embedding ", "\n  encoder ",
+                          "\n  head ", "\n  instance_denorm "};
+    const char *at = out;
+    for (int i = 0; i < 5; i++) {
+        const char *m = strstr(at, mods[i]);
+        cr_assert_not_null(m, "row%s missing or out of order:\n%s", mods[i], out);
+        at = m + 1;
+    }
+    rc = tt_run_tool_out(TT_ARGS("summary", "patchtst", "--depth", "2"), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    /* BatchNorm1d(8): 16 parameters; its 17 buffer elements are not counted */
+    cr_assert_eq(row_params(out, "    norm"), 16, "%s", out);
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* Modules as clusters: patchtst > patch_embedding > padding_patch_layer,
+ * value_embedding, position_embedding; encoder > attn_layers.i, norm > 1; head > linear. */
+Test(patchtst, dot_draws_modules_as_clusters)
+{
+    static char out[1 << 20], err[4096];
+    int rc = tt_run_tool_out(TT_ARGS("dot", "patchtst", "-o", "-"), out, sizeof out, err,
+                             sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *labels[] = {"label=\"patchtst\"", "label=\"instance_norm\"",
+                            "label=\"patch_embedding\"", "label=\"padding_patch_layer\"",
+                            "label=\"value_embedding\"", "label=\"position_embedding\"",
+                            "label=\"encoder\"", "label=\"attn_layers.0\"",
+                            "label=\"attn_layers.1\"", "label=\"norm\"", "label=\"1\"",
+                            "label=\"head\"", "label=\"linear\"", "label=\"instance_denorm\""};
+    for (size_t i = 0; i < sizeof labels / sizeof *labels; i++)
+        cr_assert(strstr(out, labels[i]), "missing %s", labels[i]);
+    cr_assert_geq(count(out, "subgraph cluster_"), 14 + 2 * 8, "%d clusters",
+                  count(out, "subgraph cluster_"));
+    cr_assert(strstr(out, "patch_embedding.value_embedding.weight\\n[8, 4]"), "%s", out);
+    cr_assert(strstr(out, "head.linear.weight\\n[6, 80]"));
+    cr_assert(strstr(out, "encoder.norm.1.running_mean"));
+}
+
+Test(patchtst, bench_prints_one_json_line)
+{
+    char out[8192], err[8192];
+    int rc = tt_run_tool_out(TT_ARGS("bench", "patchtst", "--set", "e_layers=1", "--threads",
+                                     "1", "--min-time", "0", "--warmup", "1"),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "exit %d, stderr: %s", rc, err);
+    cr_assert(strstr(out, "{\"layer\":\"patchtst\",\"config\":{\"B\":2,\"enc_in\":3,"), "%s", out);
+    cr_assert(strstr(out, "\"e_layers\":1,") && strstr(out, "\"activation\":\"gelu\""), "%s",
+              out);
+    /* 32 + one layer's 600 + BatchNorm's 16 + head 486 */
+    cr_assert(strstr(out, "\"params\":1134,"), "%s", out);
+    cr_assert(strstr(out, "\"train_step_ms\":"), "%s", out);
+}
+
+/* Trained from the command line; eval of its checkpoint restores the
+ * running statistics and gives the training run's test line again. */
+Test(patchtst, trains_and_eval_repeats_the_test_line)
+{
+    char out[8192], err[8192], dir[4200], ck[4300];
+    snprintf(dir, sizeof dir, "%s/run", tt_tmpdir());
+    int rc = tt_run_tool_out(TT_ARGS("train", "--model", "patchtst", "--set", "seq_len=24",
+                                     "--set", "pred_len=8", "--set", "patch_len=8", "--set",
+                                     "stride=4", "--epochs", "2", "--threads", "1", "--out-dir",
+                                     dir),
+                             out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    const char *line = strstr(out, "test mse=");
+    cr_assert(line, "%s", out);
+    char want[256];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(line, "\n"), line);
+    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
+    rc = tt_run_tool_out(TT_ARGS("eval", "--checkpoint", ck, "--threads", "1"), out, sizeof out,
+                         err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, want), "eval: %s\ntrain: %s", out, want);
+    rc = tt_run_tool_out(TT_ARGS("train", "--model", "patchtst", "--set", "patch_len=30",
+                                 "--out-dir", tt_path("other")),
+                         out, sizeof out, err, sizeof err);
+    cr_assert_eq(rc, 2);
+    cr_assert(strstr(err, "patch_len 30 is longer than seq_len + stride = 22"), "%s", err);
+}
