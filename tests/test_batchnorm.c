@@ -713,3 +713,46 @@ Test(batchnorm, trainer_resume_restores_buffers)
     run_free(&b, &tb);
     run_free(&c, &tc);
 }
+
+/* The oracle's layout: weights.safetensors (parameters) beside
+ * buffers.safetensors (the buffers, and a recomputed pe tgraph does not store). */
+Test(batchnorm, weights_and_buffers_files)
+{
+    bn_model a, b;
+    trained_model(&a, TG_F32, 40);
+    tg_params *w = tg_params_new(TG_F32), *bf = tg_params_new(TG_F32);
+    for (int i = 0; i < 2; i++) {
+        tg_param *p = tg_params_at(a.ps, i);
+        tg_tensor_copy(&tg_params_add(w, p->name, 1, p->value.shape)->value, &p->value);
+    }
+    for (int i = 0; i < 3; i++) {
+        tg_param *p = tg_params_buffer_at(a.ps, i);
+        tg_tensor_copy(&tg_params_add_buffer(bf, p->name, p->value.dtype, p->value.rank,
+                                             p->value.shape)->value, &p->value);
+    }
+    tg_params_add(bf, "patch_embedding.position_embedding.pe", 1, (int64_t[]){6});
+    const char *wpath = tt_path("weights.safetensors"), *bpath = tt_path("buffers.safetensors");
+    cr_assert_eq(tg_params_save(w, wpath, 0, NULL, NULL), TG_OK);
+    cr_assert_eq(tg_params_save(bf, bpath, 0, NULL, NULL), TG_OK);
+    model_init(&b, TG_F32, 4);
+    cr_expect_neq(tg_params_load(b.ps, wpath, 0), TG_OK);   /* strict: the buffers are missing */
+    cr_assert_eq(tg_params_load(b.ps, wpath, TG_LOAD_PARAMS_ONLY), TG_OK, "%s", tg_last_error());
+    cr_expect_eq(nbt(&b), 0, "a parameters-only load sets no buffer");
+    cr_expect_neq(tg_params_load(b.ps, bpath, TG_LOAD_BUFFERS_ONLY), TG_OK);
+    tt_assert_last_error("Unexpected key(s) in state_dict: "
+                         "\"patch_embedding.position_embedding.pe\"");
+    cr_assert_eq(tg_params_load(b.ps, bpath, TG_LOAD_BUFFERS_ONLY | TG_LOAD_ALLOW_EXTRA), TG_OK,
+                 "%s", tg_last_error());
+    expect_same_entries(a.ps, b.ps);
+    /* a weights file given as the buffers: they are missing, named */
+    cr_expect_neq(tg_params_load(b.ps, wpath, TG_LOAD_BUFFERS_ONLY), TG_OK);
+    tt_assert_last_error("Missing key(s) in state_dict: \"" PREFIX ".1.running_mean\", \""
+                         PREFIX ".1.running_var\", \"" PREFIX ".1.num_batches_tracked\" (3 of 3 "
+                         "buffers");
+    cr_expect_neq(tg_params_load(b.ps, wpath, TG_LOAD_PARAMS_ONLY | TG_LOAD_BUFFERS_ONLY), TG_OK);
+    tt_assert_last_error("exclude each other");
+    tg_params_free(w);
+    tg_params_free(bf);
+    model_free(&a);
+    model_free(&b);
+}

@@ -80,8 +80,9 @@ static const tg_opt opts[] = {
                        "own key and for every float input under input.NAME"},
     [O_GRADS] = {"--grads", "--grad", "FILE.safetensors", "the gradients (with --grad-output)"},
     [O_BUFFERS] = {"--buffers", NULL, "FILE.safetensors",
-                   "the layer's buffers (BatchNorm's running statistics) by state_dict name; "
-                   "recomputed ones (pe, relative_position_index) are not read"},
+                   "the layer's buffers (BatchNorm running statistics) by name; with it "
+                   "--weights needs only the parameters; recomputed ones (pe, "
+                   "relative_position_index) are only checked"},
 };
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -143,47 +144,11 @@ static int check_args(run_req *R)
     return 0;
 }
 
-/* Every parameter (or buffer, with buffers) of ps has a tensor in file f;
- * otherwise an error naming the first missing one and the option. */
-static int all_in_file(const tg_params *ps, bool buffers, const char *opt, const char *path)
-{
-    tg_st_file *f = NULL;
-    if (tg_st_load(path, &f)) return tg_cli_fail("run", "%s %s", opt, tg_last_error());
-    int n = buffers ? tg_params_buffer_count(ps) : tg_params_count(ps), rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        const tg_param *p = buffers ? tg_params_buffer_at(ps, i) : tg_params_at(ps, i);
-        if (!tg_st_find(f, p->name))
-            rc = tg_cli_fail("run", "%s %s: Missing key(s) in state_dict: \"%s\"", opt, path,
-                             p->name);
-    }
-    tg_st_free(f);
-    return rc;
-}
-
-/* The state_dict: --weights strictly (parameters and buffers), or, with
- * --buffers and a layer that has buffers (BatchNorm's running statistics),
- * the parameters from --weights and the buffers from --buffers, each file
- * holding all of its part; other tensors of --buffers (a position table the
- * layer recomputes) are not used. A layer without buffers only checks that
- * --buffers reads. */
-static int load_state(run_req *R)
-{
-    tg_params *ps = R->c.ps;
-    const bool split = R->buffers && tg_params_buffer_count(ps) > 0;
-    if (R->weights && tg_params_load(ps, R->weights, split ? TG_LOAD_ALLOW_MISSING : 0))
-        return tg_cli_fail("run", "--weights %s", tg_last_error());
-    if (!R->buffers) return 0;
-    if (!split) return all_in_file(ps, true, "--buffers", R->buffers);   /* reads; no buffers */
-    if (R->weights && all_in_file(ps, false, "--weights", R->weights)) return 2;
-    if (all_in_file(ps, true, "--buffers", R->buffers)) return 2;
-    if (tg_params_load(ps, R->buffers, TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA))
-        return tg_cli_fail("run", "--buffers %s", tg_last_error());
-    return 0;
-}
-
 /* The layer built on its inputs, its weights loaded (or initialised like
- * PyTorch from --seed, said on stderr), its buffers from --buffers, and the
- * weights saved when asked. */
+ * PyTorch from --seed, said on stderr), its buffers from the buffers file
+ * (the file's other tensors, buffers tgraph recomputes, only parsed; without
+ * --buffers they must be in the weights file), and the weights saved when
+ * asked. */
 static int load_layer(run_req *R)
 {
     tg_rng rng;
@@ -191,7 +156,11 @@ static int load_layer(run_req *R)
     if (tg_cli_layer_build(&R->c, "run", R->layer, R->cfg, &R->files, TG_F32,
                            R->weights ? NULL : &rng, R->dy_path != NULL))
         return 2;
-    if (load_state(R)) return 2;
+    if (R->weights && tg_params_load(R->c.ps, R->weights, R->buffers ? TG_LOAD_PARAMS_ONLY : 0))
+        return tg_cli_fail("run", "--weights %s", tg_last_error());
+    if (R->buffers &&
+        tg_params_load(R->c.ps, R->buffers, TG_LOAD_BUFFERS_ONLY | TG_LOAD_ALLOW_EXTRA))
+        return tg_cli_fail("run", "--buffers %s", tg_last_error());
     if (!R->weights && tg_params_count(R->c.ps) > 0)   /* one without parameters: nothing to say */
         fprintf(stderr, "tgraph run: no --weights: %d parameter tensor%s of %s initialised like "
                 "PyTorch from --seed %lld\n", tg_params_count(R->c.ps),

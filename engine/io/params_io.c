@@ -103,57 +103,76 @@ static tg_status check_ties(const tg_params *ps, const tg_st_file *f, const char
     return TG_OK;
 }
 
+/* Whether a load with these flags sets entry p (TG_LOAD_PARAMS_ONLY /
+ * TG_LOAD_BUFFERS_ONLY leave the other kind alone). */
+static bool loads(const tg_param *p, unsigned flags)
+{
+    if (flags & TG_LOAD_PARAMS_ONLY) return !p->buffer;
+    if (flags & TG_LOAD_BUFFERS_ONLY) return p->buffer;
+    return true;
+}
+
+/* Steps 1-4 of a load: everything checked before anything is copied. */
+static tg_status load_check(const tg_params *ps, const tg_st_file *f, const char *path,
+                            unsigned flags)
+{
+    char list[NAME_LIST_MAX + 64];
+    int count = 0, wanted = 0;
+    list[0] = '\0';
+    /* 1. parameters and buffers the file lacks */
+    for (int i = 0; i < entry_count(ps); i++) {
+        const tg_param *p = entry_at(ps, i);
+        if (!loads(p, flags)) continue;
+        wanted++;
+        if (!(flags & TG_LOAD_ALLOW_MISSING) && !tg_st_find(f, p->name) &&
+            !alias_in_file(ps, f, p))
+            list_add(list, sizeof list, &count, p->name);
+    }
+    if (count)
+        return tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
+                            "%s; TG_LOAD_ALLOW_MISSING keeps their values)", path, list, count,
+                            wanted, flags & TG_LOAD_PARAMS_ONLY ? "parameters"
+                            : flags & TG_LOAD_BUFFERS_ONLY ? "buffers" : "parameters and buffers");
+    /* 2. file tensors that are no parameter or buffer (the kind a *_ONLY load
+     * leaves alone is no surprise: it is the model's) */
+    for (int i = 0; !(flags & TG_LOAD_ALLOW_EXTRA) && i < tg_st_count(f); i++)
+        if (!tg_params_find(ps, tg_st_name(f, i))) list_add(list, sizeof list, &count,
+                                                            tg_st_name(f, i));
+    if (count)
+        return tg_set_error(TG_ERR_NOT_FOUND, "%s: Unexpected key(s) in state_dict: %s (%d of %d "
+                            "tensors; TG_LOAD_ALLOW_EXTRA ignores them)", path, list, count,
+                            tg_st_count(f));
+    /* 3. shapes and dtypes of the pairs */
+    tg_status st;
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+        if (p && loads(p, flags) && (st = check_pair(f, i, p, tg_st_tensor(f, i), path)))
+            return st;
+    }
+    /* 4. tied names (tg_params_alias) given twice must agree */
+    return flags & TG_LOAD_BUFFERS_ONLY ? TG_OK : check_ties(ps, f, path);
+}
+
 tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
 {
     if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params load: NULL argument");
-    if (flags & ~(unsigned)(TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA))
+    const unsigned known = TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA | TG_LOAD_PARAMS_ONLY |
+                           TG_LOAD_BUFFERS_ONLY;
+    if (flags & ~known)
         return tg_set_error(TG_ERR_INVALID, "%s: unknown load flags 0x%x", path, flags);
+    if ((flags & TG_LOAD_PARAMS_ONLY) && (flags & TG_LOAD_BUFFERS_ONLY))
+        return tg_set_error(TG_ERR_INVALID, "%s: TG_LOAD_PARAMS_ONLY and TG_LOAD_BUFFERS_ONLY "
+                            "exclude each other", path);
     tg_st_file *f;
     tg_status st = tg_st_load(path, &f);
     if (st) return st;
-
-    char list[NAME_LIST_MAX + 64];
-    int count = 0;
-    list[0] = '\0';
-    /* 1. parameters and buffers the file lacks */
-    if (!(flags & TG_LOAD_ALLOW_MISSING)) {
-        for (int i = 0; i < entry_count(ps); i++) {
-            const tg_param *p = entry_at(ps, i);
-            if (!tg_st_find(f, p->name) && !alias_in_file(ps, f, p))
-                list_add(list, sizeof list, &count, p->name);
-        }
-        if (count) {
-            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
-                              "parameters and buffers; TG_LOAD_ALLOW_MISSING keeps their values)",
-                              path, list, count, entry_count(ps));
-            goto done;
+    if (!(st = load_check(ps, f, path, flags))) {
+        /* 5. copy (cannot fail now: shapes equal, both float or both int64) */
+        for (int i = 0; i < tg_st_count(f); i++) {
+            tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+            if (p && loads(p, flags)) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
         }
     }
-    /* 2. file tensors that are no parameter */
-    if (!(flags & TG_LOAD_ALLOW_EXTRA)) {
-        for (int i = 0; i < tg_st_count(f); i++)
-            if (!tg_params_find(ps, tg_st_name(f, i)))
-                list_add(list, sizeof list, &count, tg_st_name(f, i));
-        if (count) {
-            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Unexpected key(s) in state_dict: %s (%d of %d "
-                              "tensors; TG_LOAD_ALLOW_EXTRA ignores them)", path, list, count,
-                              tg_st_count(f));
-            goto done;
-        }
-    }
-    /* 3. shapes and dtypes of the pairs */
-    for (int i = 0; i < tg_st_count(f); i++) {
-        const tg_param *p = tg_params_find(ps, tg_st_name(f, i));
-        if (p && (st = check_pair(f, i, p, tg_st_tensor(f, i), path))) goto done;
-    }
-    /* 4. tied names (tg_params_alias) given twice must agree */
-    if ((st = check_ties(ps, f, path))) goto done;
-    /* 5. copy (cannot fail now: shapes equal, both float or both int64) */
-    for (int i = 0; i < tg_st_count(f); i++) {
-        tg_param *p = tg_params_find(ps, tg_st_name(f, i));
-        if (p) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
-    }
-done:
     tg_st_free(f);
     return st;
 }

@@ -65,6 +65,14 @@ tg_status tg_st_save(const char *path, int n, const char *const *names,
 enum tg_params_load_flags {
     TG_LOAD_ALLOW_MISSING = 1u << 0,   /* store parameters absent from the file keep their values */
     TG_LOAD_ALLOW_EXTRA   = 1u << 1,   /* file tensors with no parameter are ignored */
+    /* Only the parameters: the store's buffers (params.h) are neither
+     * required nor set (a PyTorch weights file that holds no buffers). */
+    TG_LOAD_PARAMS_ONLY   = 1u << 2,
+    /* Only the buffers: required (unless ALLOW_MISSING) and set; the file's
+     * parameters are ignored (a buffers file beside a weights file; with
+     * ALLOW_EXTRA also the buffers tgraph recomputes, such as Crossformer's
+     * and PatchTST's sinusoidal pe). Not with TG_LOAD_PARAMS_ONLY. */
+    TG_LOAD_BUFFERS_ONLY  = 1u << 3,
 };
 
 /* Set every parameter and buffer (params.h) of ps from the tensor of the same
