@@ -78,6 +78,7 @@
 #include "value.h"
 #include "registry.h"
 #include "dataset.h"
+#include "timefeatures.h"
 #include "checkpoint.h"
 #include "trainer.h"
 #include "text.h"

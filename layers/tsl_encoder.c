@@ -208,7 +208,7 @@ tg_node *tg_instance_norm(tg_graph *g, tg_node *x, tg_node **means, tg_node **st
     const int64_t t_dim = 1;
     if (tg_scope_push(g, "instance_norm")) return NULL;
     /* means = x_enc.mean(1, keepdim=True).detach() */
-    tg_node *m = tg_mean(g, tg_detach(g, x), &t_dim, 1, true);                  /* [B, 1, N] */
+    tg_node *m = tg_detach(g, tg_mean(g, x, &t_dim, 1, true));                  /* [B, 1, N] */
     /* x_enc = x_enc - means */
     x = tg_sub(g, x, m);                                                          /* [B, T, N] */
     /* stdev = torch.sqrt(torch.var(x_enc, dim=1, keepdim=True, unbiased=False) + 1e-5) */

@@ -254,7 +254,7 @@ static bool load_model(eval_run *E)
     }
     char src[64 + 4096];
     snprintf(src, sizeof src, "the config of checkpoint %.4000s", ckpt);
-    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td->d->cols, E->batch, NULL) ||
+    if (tg_tl_model_build(CMD, m, E->model, E->cfg, src, td, E->batch, NULL) ||
         (features == TG_TL_MS && tg_tl_model_target(CMD, m, td->target)))
         return false;
     if (tg_checkpoint_restore_params(&E->ck, m->ps)) {

@@ -30,8 +30,10 @@ const tg_opt tg_train_opts[TG_TRAIN_OPTS_N] = {
         "train, validation, test rows (8640,2880,2880: the ETT protocol) or ratios "
         "(default 0.7,0.1,0.2); validation and test windows start seq_len rows early"},
     [TG_TRAIN_O_MODEL] = {"--model", NULL, "NAME",
-        "default crossformer (linear_forecast if it is not built in); enc_in and B "
-        "come from the data and --batch-size"},
+        "default crossformer (linear_forecast if it is not built in); enc_in (or N) "
+        "and B come from the data and --batch-size, and a model with an x_mark input "
+        "(itransformer) gets TSL's timeF features of the data's dates (n_mark: 4 for "
+        "hourly data, 0 without a date column)"},
     [TG_TRAIN_O_SET] = {"--set", NULL, "KEY=VALUE",
         "a model config key (crossformer: seq_len pred_len seg_len win_size factor "
         "d_model d_ff n_heads e_layers dropout), over the defaults key by key. With "

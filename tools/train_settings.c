@@ -54,6 +54,12 @@ static const model_defaults data_defaults_table[] = {
     {"linear_forecast", {"seq_len=96", "pred_len=24", NULL}, 10, 1e-3},
     /* TSL's run.py defaults (its DLinear scripts set only the horizon) */
     {"dlinear", {"seq_len=96", "pred_len=96", "moving_avg=25", NULL}, 10, 1e-4},
+    /* TSL's scripts/long_term_forecast/ETT_script/iTransformer_ETTh1.sh (every horizon):
+     * e_layers 2, d_model 128, d_ff 128, factor 3; run.py's n_heads 8, dropout 0.1, gelu */
+    {"itransformer",
+     {"seq_len=96", "pred_len=96", "d_model=128", "n_heads=8", "e_layers=2", "d_ff=128",
+      "factor=3", "dropout=0.1", "activation=gelu", NULL},
+     10, 1e-4},
 };
 
 /* The built-in job's --set defaults under the user's: cfg is replaced by
