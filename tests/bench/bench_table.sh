@@ -36,7 +36,9 @@ attn_layer_512|attention_layer|B=8 L=512 S=512 d_model=256 n_heads=8 mask_flag=t
 axial_med|axial|shape=[8,32,32,64] dim=64 heads=8
 assa_topk_med|assa_topk|B=16 N=256 embed_dim=128 num_heads=4 k=32
 crossformer_small|crossformer|B=32 enc_in=7 seq_len=96 pred_len=24 d_model=64 n_heads=4 d_ff=128 e_layers=2 factor=3
+dlinear_etth1|dlinear|B=32 enc_in=7 seq_len=96 pred_len=96 moving_avg=25
 patchtst_etth1|patchtst|B=32 enc_in=7 seq_len=96 pred_len=96 d_model=512 n_heads=2 e_layers=1 d_ff=2048 patch_len=16 stride=8
+itransformer_etth1|itransformer|B=32 N=7 n_mark=4 seq_len=96 pred_len=96 d_model=128 n_heads=8 e_layers=2 d_ff=128
 gemm512|gemm|512 512 512
 gemm_tsa_large_ff|gemm|10752 512 256
 gemm_tsa_large_proj|gemm|10752 256 256
