@@ -3,6 +3,7 @@
  * against a direct computation, its patch count against upstream's formula,
  * and bad patching arguments.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,4 +479,42 @@ Test(patchtst, trains_and_eval_repeats_the_test_line)
                          out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 2);
     cr_assert(strstr(err, "patch_len 30 is longer than seq_len + stride = 22"), "%s", err);
+}
+
+/* Eval mode normalises with the running statistics and leaves them alone:
+ * a model with running_mean m, running_var v and gains w, b gives what one
+ * with the defaults (0, 1) and w' = w sqrt(1 + eps) / sqrt(v + eps),
+ * b' = b - m w / sqrt(v + eps) gives. */
+Test(patchtst, eval_uses_the_running_statistics)
+{
+    const char *sets[] = {"e_layers=1"};
+    const tt_layer_opts o = {.dtype = TG_F64, .init = true, .seed = 3, .randn_seed = 4,
+                             .no_grad = true};
+    tt_layer a = tt_layer_new("patchtst", sets, 1, &o), b = tt_layer_new("patchtst", sets, 1, &o);
+    const char *pre = "encoder.norm.1.";
+    char k[4][64];
+    const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
+    tg_tensor *ta[4], *tb[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(k[i], sizeof k[i], "%s%s", pre, names[i]);
+        ta[i] = &tg_params_find(a.ps, k[i])->value;
+        tb[i] = &tg_params_find(b.ps, k[i])->value;
+    }
+    const double eps = 1e-5;
+    for (int64_t c = 0; c < ta[0]->numel; c++) {
+        const double m = 0.3 * (double)c - 1.0, v = 0.5 + 0.25 * (double)c;
+        const double w = tg_tensor_get(ta[2], c), bb = tg_tensor_get(ta[3], c);
+        tg_tensor_set(ta[0], c, m);
+        tg_tensor_set(ta[1], c, v);
+        tg_tensor_set(tb[2], c, w * sqrt(1 + eps) / sqrt(v + eps));
+        tg_tensor_set(tb[3], c, bb - m * w / sqrt(v + eps));
+    }
+    cr_assert_eq(tg_graph_forward(a.g), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_graph_forward(b.g), TG_OK, "%s", tg_last_error());
+    tt_assert_close(tg_node_value(a.out.y), tg_node_value(b.out.y), 1e-10, 1e-10, "eval y");
+    cr_assert_eq(tg_tensor_get(ta[0], 2), 0.3 * 2 - 1.0, "eval moved running_mean");
+    const tg_param *nbt = tg_params_find(a.ps, "encoder.norm.1.num_batches_tracked");
+    cr_assert_eq(((const int64_t *)nbt->value.data)[0], 0, "eval counted a batch");
+    tt_layer_free(&a);
+    tt_layer_free(&b);
 }
