@@ -203,8 +203,9 @@ tg_node *tg_patchtst_build(tg_graph *g, const tg_patchtst *m, tg_node *x_enc)
     TG__BUILDER_NONNULL(g, x_enc);
     const tg_tensor *xv = tg_node_value(x_enc);
     char got[96];
-    if (xv->rank != 3 || xv->shape[1] != m->c.seq_len)
-        return tg_graph_fail(g, "patchtst: expected x_enc [B, seq_len=%lld, enc_in], got %s",
+    if (xv->rank != 3 || xv->shape[1] != m->c.seq_len || xv->shape[0] < 1 || xv->shape[2] < 1)
+        return tg_graph_fail(g, "patchtst: expected x_enc [B, seq_len=%lld, enc_in] (B and "
+                             "enc_in at least 1), got %s",
                              (long long)m->c.seq_len,
                              tg_shape_str(xv->rank, xv->shape, got, sizeof got));
     const int64_t n_vars = xv->shape[2];

@@ -264,7 +264,13 @@ Test(patchtst, builder_checks_the_input)
     g = tg_graph_new(TG_F32);
     x = tg_input(g, "x", TG_F32, 3, (int64_t[]){2, 21, 3});
     cr_assert_null(tg_patchtst_build(g, m, x));
-    tt_assert_graph_error(g, "patchtst: expected x_enc [B, seq_len=20, enc_in], got [2, 21, 3]");
+    tt_assert_graph_error(g, "patchtst: expected x_enc [B, seq_len=20, enc_in] (B and enc_in at "
+                             "least 1), got [2, 21, 3]");
+    tg_graph_free(g);
+    g = tg_graph_new(TG_F32);
+    x = tg_input(g, "x", TG_F32, 3, (int64_t[]){2, 20, 0});   /* no channel: no division by 0 */
+    cr_assert_null(tg_patchtst_build(g, m, x));
+    tt_assert_graph_error(g, "got [2, 20, 0]");
     tg_graph_free(g);
     g = tg_graph_new(TG_F32);
     x = tg_input(g, "x", TG_F32, 2, (int64_t[]){20, 3});
