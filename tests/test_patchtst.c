@@ -524,3 +524,60 @@ Test(patchtst, eval_uses_the_running_statistics)
     tt_layer_free(&a);
     tt_layer_free(&b);
 }
+
+/* Every tensor of two checkpoints, bit for bit (same names), but the
+ * history (its seconds column is wall time). */
+static void assert_same_tensors(const char *a, const char *b)
+{
+    tg_st_file *fa, *fb;
+    cr_assert_eq(tg_st_load(a, &fa), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_st_load(b, &fb), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_st_count(fa), tg_st_count(fb));
+    for (int i = 0; i < tg_st_count(fa); i++) {
+        const char *name = tg_st_name(fa, i);
+        const tg_tensor *x = tg_st_find(fa, name), *y = tg_st_find(fb, name);
+        if (!strcmp(name, "tgraph.history")) continue;
+        cr_assert(y && x->dtype == y->dtype && x->numel == y->numel, "%s", name);
+        cr_assert_eq(memcmp(x->data, y->data, (size_t)x->numel * tg_dtype_size(x->dtype)), 0,
+                     "%s differs", name);
+    }
+    tg_st_free(fa);
+    tg_st_free(fb);
+}
+
+/* With dropout and BatchNorm: two epochs straight, or one then a resume,
+ * end with the same test line and the same checkpoint (running statistics
+ * and num_batches_tracked included). */
+Test(patchtst, train_resumes_exactly_with_its_buffers)
+{
+    char out[8192], err[8192], a[4200], b[4200], ca[4300], cb[4300];
+    char line[256];
+    snprintf(a, sizeof a, "%s/straight", tt_tmpdir());
+    snprintf(b, sizeof b, "%s/part", tt_tmpdir());
+#define PT_TRAIN "train", "--model", "patchtst", "--set", "seq_len=24", "--set", "pred_len=8", \
+                 "--set", "patch_len=8", "--set", "stride=4", "--set", "dropout=0.3",         \
+                 "--split", "600,200,200", "--batch-size", "16", "--threads", "1"
+    int rc = tt_run_tool_out(TT_ARGS(PT_TRAIN, "--epochs", "2", "--out-dir", a), out, sizeof out,
+                             err, sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "test mse="), "%s", out);
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(strstr(out, "test mse="), "\n"),
+             strstr(out, "test mse="));
+    rc = tt_run_tool_out(TT_ARGS(PT_TRAIN, "--epochs", "1", "--out-dir", b), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    snprintf(cb, sizeof cb, "%s/checkpoint.safetensors", b);
+    rc = tt_run_tool_out(TT_ARGS("train", "--resume", cb, "--epochs", "2"), out, sizeof out, err,
+                         sizeof err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, line), "resumed: %s\nstraight: %s", out, line);
+#undef PT_TRAIN
+    snprintf(ca, sizeof ca, "%s/checkpoint.safetensors", a);
+    assert_same_tensors(ca, cb);
+    tg_st_file *f;
+    cr_assert_eq(tg_st_load(ca, &f), TG_OK, "%s", tg_last_error());
+    const tg_tensor *nbt = tg_st_find(f, "encoder.norm.1.num_batches_tracked");
+    cr_assert(nbt && nbt->dtype == TG_I64, "the checkpoint holds the counter");
+    cr_assert_gt(((const int64_t *)nbt->data)[0], 2, "every training step counts a batch");
+    tg_st_free(f);
+}
