@@ -1,7 +1,12 @@
 /*
- * test_patchtst.c - TSL's PatchTST: the patching (replication pad + unfold)
- * against a direct computation, its patch count against upstream's formula,
- * and bad patching arguments.
+ * test_patchtst.c - TSL's PatchTST against the PyTorch oracle (eval and
+ * training-mode cases, the running statistics after the forward, other
+ * patch geometries, relu, more layers), F64 gradcheck in eval and training
+ * mode, the patching (replication pad + unfold) against a direct
+ * computation and upstream's patch count, the eval path's use of the
+ * running statistics, bad configs and inputs, the buffers through
+ * tg_params_save/load, checkpoints and a resumed `tgraph train`, and the
+ * command line: run with --buffers, summary, dot, bench, train and eval.
  */
 #include <math.h>
 #include <stdio.h>
@@ -107,6 +112,10 @@ Test(patchtst, oracle_toy) { tt_run_oracle_case("patchtst", ATOL, RTOL); }
 Test(patchtst, oracle_train) { tt_run_oracle_case("patchtst_train", ATOL, RTOL); }
 Test(patchtst, oracle_p8s4_3l_relu) { tt_run_oracle_case("x_patchtst_p8s4_3l_relu", ATOL, RTOL); }
 Test(patchtst, oracle_train_odd) { tt_run_oracle_case("x_patchtst_train_odd", ATOL, RTOL); }
+Test(patchtst, oracle_tsl_patches_dff_none)   /* 96 steps, patches 16 every 8: 12 */
+{
+    tt_run_oracle_case("x_patchtst_tsl_patches_dff_none", ATOL, RTOL);
+}
 Test(patchtst, oracle_stride_gt_patch)
 {
     tt_run_oracle_case("x_patchtst_stride_gt_patch", ATOL, RTOL);
