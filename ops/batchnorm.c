@@ -45,6 +45,12 @@ static bool bn_check_channel(tg_graph *g, tg_node *p, const char *what, int64_t 
     char a[160];
     if (!p) return true;
     if (!tg__want_float(g, "batch_norm", p, what)) return false;
+    if (what[0] == 'r' && p->kind == TG_NODE_OP) {   /* a running statistic */
+        tg_graph_fail(g, "batch_norm: %s must be a leaf (a buffer, an input or a constant), got "
+                      "the result of %s: a training-mode forward updates it in place", what,
+                      p->op->name);
+        return false;
+    }
     if (p->value.rank != 1 || p->value.shape[0] != C) {
         if (p->value.rank == 1)
             tg_graph_fail(g, "batch_norm: %s should contain %lld elements not %lld", what,
@@ -68,10 +74,11 @@ static bool bn_check_args(tg_graph *g, tg_node *x, tg_node *nbt, double momentum
                       x->value.rank, TG__SHAPE(&x->value, a));
         return false;
     }
-    if (nbt && (nbt->value.dtype != TG_I64 || nbt->value.numel != 1)) {
-        tg_graph_fail(g, "batch_norm: num_batches_tracked must be an int64 tensor of one element "
-                      "(PyTorch's torch.tensor(0, dtype=torch.long)), got %s %s",
-                      tg_dtype_name(nbt->value.dtype), TG__SHAPE(&nbt->value, a));
+    if (nbt && (nbt->value.dtype != TG_I64 || nbt->value.numel != 1 || nbt->kind == TG_NODE_OP)) {
+        tg_graph_fail(g, "batch_norm: num_batches_tracked must be an int64 leaf of one element "
+                      "(PyTorch's torch.tensor(0, dtype=torch.long)), got %s %s%s",
+                      tg_dtype_name(nbt->value.dtype), TG__SHAPE(&nbt->value, a),
+                      nbt->kind == TG_NODE_OP ? " computed by an op" : "");
         return false;
     }
     if (!(eps > 0) || !isfinite(eps)) {

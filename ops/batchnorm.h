@@ -19,9 +19,10 @@ extern "C" {
  * channel c, over the N (and L) elements of that channel.
  *
  * x (N, C) or (N, C, L) float; running_mean, running_var [C] (buffers of a
- * store, params.h, or any float leaf; read as constants, no gradient);
- * weight, bias [C] or NULL (affine=False); num_batches_tracked an int64
- * tensor of one element or NULL. Returns y with x's shape. Gradients for x,
+ * store, params.h, or any float leaf, never an op's result: a training
+ * forward writes them; read as constants, no gradient); weight, bias [C] or
+ * NULL (affine=False); num_batches_tracked an int64 leaf of one element or
+ * NULL. Returns y with x's shape. Gradients for x,
  * weight and bias.
  *
  * The mode is the graph's (tg_graph_set_training) at each forward, as
@@ -46,8 +47,8 @@ extern "C" {
  *
  * Errors (PyTorch's words where it has them): "expected 2D or 3D input (got
  * 4D input)", "running_mean should contain 4 elements not 5" (running_var,
- * weight, bias alike; each must be 1-d), num_batches_tracked not a one-element
- * int64, eps not positive and finite, momentum outside [0, 1] or NaN. */
+ * weight, bias alike; each must be 1-d), a running statistic computed by an
+ * op, num_batches_tracked not a one-element int64 leaf, eps not positive and finite, momentum outside [0, 1] or NaN. */
 tg_node *tg_batch_norm(tg_graph *g, tg_node *x, tg_node *running_mean, tg_node *running_var,
                        tg_node *weight, tg_node *bias, tg_node *num_batches_tracked,
                        double momentum, double eps);

@@ -2,11 +2,15 @@
  * test_batchnorm.c - batch_norm and buffers: nn.BatchNorm1d against PyTorch
  * (training and eval, (N, C) and (N, C, L), float32 and float64: y, dx,
  * dweight, dbias and the running statistics after the step), gradcheck in
- * float64 in both modes, the running update once per forward, every bad
- * input, and the buffers in the store: not counted as parameters, untouched
- * by optimizers, saved and loaded with tg_params_save/load and checkpoints
- * bit-exact (num_batches_tracked as I64), PyTorch's own state_dict file
- * loaded strictly, a file without them refused naming the key.
+ * float64 in both modes, the running update once per forward (momentum 0
+ * and 1 too), an eval graph reading what a training graph left, thread-count
+ * invariance, every bad input, and the buffers in the store: not counted as
+ * parameters, untouched by optimizers, saved and loaded with
+ * tg_params_save/load and checkpoints bit-exact (num_batches_tracked as I64),
+ * a tg_trainer run stopped and resumed ending with the uninterrupted run's
+ * bits, PyTorch's own state_dict file loaded strictly, a file without them
+ * refused naming the key, the oracle's weights + buffers files
+ * (TG_LOAD_PARAMS_ONLY / TG_LOAD_BUFFERS_ONLY), buffers marked in diagrams.
  * Fixtures: tests/fixtures/gen_batchnorm.py.
  */
 #include "testutil.h"
@@ -327,7 +331,13 @@ Test(batchnorm, bad_stat_and_counter_tensors)
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
     tg_node *cnt = tg_input(g, "nbt", TG_F32, 0, NULL);
     cr_expect_null(tg_batch_norm(g, x, rm, rv, NULL, NULL, cnt, 0.1, 1e-5));
-    tt_assert_graph_error(g, "num_batches_tracked must be an int64 tensor of one element");
+    tt_assert_graph_error(g, "num_batches_tracked must be an int64 leaf of one element");
+    tg_graph_free(g);
+
+    g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
+    cr_expect_null(tg_batch_norm(g, x, rm, tg_scale(g, rv, 2.0), NULL, NULL, NULL, 0.1, 1e-5));
+    tt_assert_graph_error(g, "running_var must be a leaf (a buffer, an input or a constant), got "
+                          "the result of scale");
     tg_graph_free(g);
 
     g = bad_graph(&x, 2, (int64_t[]){4, 3}, &rm, &rv);
@@ -533,7 +543,8 @@ Test(batchnorm, missing_buffers_named)
     model_init(&b, TG_F32, 4);
     cr_expect_neq(tg_params_load(b.ps, path, 0), TG_OK);
     tt_assert_last_error("Missing key(s) in state_dict: \"" PREFIX ".1.running_mean\", \""
-                         PREFIX ".1.running_var\", \"" PREFIX ".1.num_batches_tracked\"");
+                         PREFIX ".1.running_var\", \"" PREFIX ".1.num_batches_tracked\" (3 of 5 "
+                         "parameters and buffers;");
     cr_expect_eq(tg_params_load(b.ps, path, TG_LOAD_ALLOW_MISSING), TG_OK);
 
     tg_checkpoint ck, back;
@@ -755,4 +766,23 @@ Test(batchnorm, weights_and_buffers_files)
     tg_params_free(bf);
     model_free(&a);
     model_free(&b);
+}
+
+/* The ends of momentum's range: 0 keeps the statistics (the counter still
+ * counts), 1 takes the batch's. */
+Test(batchnorm, momentum_zero_and_one)
+{
+    for (int k = 0; k < 2; k++) {
+        bn_model b;
+        model_init(&b, TG_F64, 1);
+        b.m.momentum = k;
+        model_build(&b, true, 2, (int64_t[]){3, 1});
+        double *x = ((tg_tensor *)tg_node_value(b.x))->data;
+        x[0] = 1, x[1] = 2, x[2] = 6;   /* mean 3, unbiased variance 7 */
+        cr_assert_eq(tg_graph_forward(b.g), TG_OK, "%s", tg_last_error());
+        cr_expect_eq(((double *)b.m.running_mean->value.data)[0], k ? 3.0 : 0.0);
+        cr_expect_eq(((double *)b.m.running_var->value.data)[0], k ? 7.0 : 1.0);
+        cr_expect_eq(nbt(&b), 1);
+        model_free(&b);
+    }
 }

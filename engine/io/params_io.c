@@ -131,8 +131,9 @@ static tg_status load_check(const tg_params *ps, const tg_st_file *f, const char
     if (count)
         return tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
                             "%s; TG_LOAD_ALLOW_MISSING keeps their values)", path, list, count,
-                            wanted, flags & TG_LOAD_PARAMS_ONLY ? "parameters"
-                            : flags & TG_LOAD_BUFFERS_ONLY ? "buffers" : "parameters and buffers");
+                            wanted, flags & TG_LOAD_BUFFERS_ONLY ? "buffers"
+                            : (flags & TG_LOAD_PARAMS_ONLY) || !tg_params_buffer_count(ps)
+                                ? "parameters" : "parameters and buffers");
     /* 2. file tensors that are no parameter or buffer (the kind a *_ONLY load
      * leaves alone is no surprise: it is the model's) */
     for (int i = 0; !(flags & TG_LOAD_ALLOW_EXTRA) && i < tg_st_count(f); i++)

@@ -13,7 +13,9 @@
  *
  * strict=False is only needed for models with buffers that tgraph computes
  * instead of storing (Crossformer's enc_value_embedding.position_embedding.pe,
- * reported as the one missing key); LTSF-Linear loads with strict=True.
+ * reported as the one missing key); LTSF-Linear loads with strict=True. The
+ * buffers tgraph stores (params.h: BatchNorm's running_mean, running_var and
+ * int64 num_batches_tracked) are in the file under their state_dict keys.
  * Checked: tests/fixtures/check_train_pytorch.py runs TSL's Crossformer on
  * the loaded weights and matches `tgraph eval --predictions` to 1e-6.
  *
