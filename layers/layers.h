@@ -16,6 +16,7 @@
 #include "dlinear.h"
 #include "tsl_encoder.h"
 #include "itransformer.h"
+#include "patchtst.h"
 #include "gpt.h"
 
 #endif

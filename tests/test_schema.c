@@ -248,6 +248,12 @@ Test(schema, layer_defaults_come_from_the_key_tables)
         same_as_table("itransformer", &c, sizeof c);
         seen++;
     }
+    {   /* make_case.py patchtst's defaults (a toy; TSL: d_model 512, patch_len 16, stride 8) */
+        tg_patchtst_config c = tg_patchtst_defaults();
+        cr_assert(!strcmp(c.activation.s, "gelu") && c.patch_len == 4 && c.stride == 2);
+        same_as_table("patchtst", &c, sizeof c);
+        seen++;
+    }
     {   /* make_case.py gpt's defaults: a toy GPTConfig (nanoGPT's own is GPT-2's) */
         tg_gpt_config c = tg_gpt_defaults();
         cr_assert(c.bias && c.dropout == 0 && c.n_layer == 2 && c.vocab_size == 11);
