@@ -1,0 +1,510 @@
+/*
+ * onnx.c - the ONNX model of onnx.h and its protobuf writer: varints,
+ * length-delimited fields, fixed32/64, with the message and field numbers of
+ * onnx.proto3 (ModelProto, GraphProto, NodeProto, AttributeProto,
+ * TensorProto, ValueInfoProto, TypeProto, TensorShapeProto).
+ *
+ * Not a protobuf library: it writes the few messages ONNX needs, each
+ * encoded into a byte buffer and appended to its parent as a
+ * length-delimited field. Tensor data goes as raw_data (little-endian).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "onnx.h"
+
+/* ---- the model in memory ---- */
+
+enum { A_FLOAT = 1, A_INT = 2, A_STRING = 3, A_INTS = 7 };   /* AttributeProto.AttributeType */
+
+typedef struct {
+    const char *name;
+    int         type;
+    int64_t     i;
+    double      f;
+    const char *s;
+    int         n;
+    int64_t    *ints;
+} ox_attr;
+
+typedef struct {
+    const char  *op;
+    int          n_in, n_out, n_attr;
+    const char **in, **out;
+    ox_attr     *attr;
+} ox_node;
+
+typedef struct {
+    const char      *name;
+    const tg_tensor *t;          /* borrowed, or own */
+    tg_tensor        own;        /* constants made here: data malloc'd */
+} ox_init;
+
+typedef struct {
+    const char  *name;
+    bool         output;
+    tg_dtype     dt;
+    int          rank;
+    int64_t      shape[TG_MAX_RANK];
+    const char  *param[TG_MAX_RANK];
+} ox_io;
+
+struct tg_onnx {
+    const char *graph_name;
+    ox_node    *nodes;
+    int         n_nodes, node_cap;
+    ox_init    *inits;
+    int         n_inits, init_cap;
+    ox_io      *io;
+    int         n_io, io_cap;
+    const char **values;          /* node id -> value name */
+    int         n_values;
+    void      **pool;             /* everything else malloc'd, freed at the end */
+    int         n_pool, pool_cap;
+    int         n_tmp;
+    tg_status   st;
+    char        err[512];
+};
+
+tg_status tg__onnx_fail(tg_onnx *m, tg_status st, const char *fmt, ...)
+{
+    if (m->st) return m->st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof m->err, fmt, ap);
+    va_end(ap);
+    m->st = st ? st : TG_ERR_INVALID;
+    return tg_set_error(m->st, "%s", m->err);
+}
+
+tg_status   tg__onnx_status(const tg_onnx *m) { return m->st; }
+const char *tg__onnx_error(const tg_onnx *m) { return m->st ? m->err : NULL; }
+
+/* Grow *arr (elements of size es, *cap of them) to hold n + 1; false on OOM. */
+static bool grow(tg_onnx *m, void **arr, int *cap, int n, size_t es)
+{
+    if (m->st) return false;
+    if (n < *cap) return true;
+    int nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, (size_t)nc * es);
+    if (!p) {
+        tg__onnx_fail(m, TG_ERR_NOMEM, "onnx: out of memory");
+        return false;
+    }
+    memset((char *)p + (size_t)*cap * es, 0, (size_t)(nc - *cap) * es);
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+/* n bytes owned by the model (zeroed); NULL on OOM (model in error). */
+static void *keep(tg_onnx *m, size_t n)
+{
+    if (!grow(m, (void **)&m->pool, &m->pool_cap, m->n_pool, sizeof *m->pool)) return NULL;
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        tg__onnx_fail(m, TG_ERR_NOMEM, "onnx: out of memory");
+        return NULL;
+    }
+    return m->pool[m->n_pool++] = p;
+}
+
+static const char *keep_str(tg_onnx *m, const char *s)
+{
+    size_t n = strlen(s ? s : "");
+    char *p = keep(m, n + 1);
+    if (p) memcpy(p, s ? s : "", n);
+    return p ? p : "";
+}
+
+tg_onnx *tg__onnx_new(const char *graph_name)
+{
+    tg_onnx *m = calloc(1, sizeof *m);
+    if (!m) {
+        tg_set_error(TG_ERR_NOMEM, "onnx: out of memory");
+        return NULL;
+    }
+    m->graph_name = keep_str(m, graph_name ? graph_name : "tgraph");
+    return m;
+}
+
+void tg__onnx_free(tg_onnx *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n_pool; i++) free(m->pool[i]);
+    free(m->pool);
+    free(m->nodes);
+    free(m->inits);
+    free(m->io);
+    free(m->values);
+    free(m);
+}
+
+/* ---- value names ---- */
+
+void tg__onnx_set_value(tg_onnx *m, int id, const char *name)
+{
+    if (m->st || id < 0) return;
+    if (id >= m->n_values) {
+        int nv = id + 64;
+        const char **p = realloc((void *)m->values, (size_t)nv * sizeof *p);
+        if (!p) {
+            tg__onnx_fail(m, TG_ERR_NOMEM, "onnx: out of memory");
+            return;
+        }
+        for (int i = m->n_values; i < nv; i++) p[i] = NULL;
+        m->values = p;
+        m->n_values = nv;
+    }
+    m->values[id] = keep_str(m, name);
+}
+
+const char *tg__onnx_value(tg_onnx *m, const tg_node *n)
+{
+    int id = n ? n->id : -1;
+    return id >= 0 && id < m->n_values && m->values[id] ? m->values[id] : "";
+}
+
+const char *tg__onnx_in(tg_onnx *m, const tg_node *n, int i)
+{
+    return i >= 0 && i < n->n_in ? tg__onnx_value(m, n->in[i]) : "";
+}
+
+const char *tg__onnx_tmp(tg_onnx *m, const tg_node *n, const char *what)
+{
+    char buf[600];
+    snprintf(buf, sizeof buf, "%.400s:%.100s%d", n ? tg__onnx_value(m, n) : "t", what,
+             m->n_tmp++);
+    return keep_str(m, buf);
+}
+
+/* ---- nodes and attributes ---- */
+
+static const char **keep_names(tg_onnx *m, int n, const char *const *names)
+{
+    const char **p = keep(m, (size_t)(n ? n : 1) * sizeof *p);
+    for (int i = 0; p && i < n; i++) p[i] = keep_str(m, names[i]);
+    return p;
+}
+
+void tg__onnx_node(tg_onnx *m, const char *op_type, int n_in, const char *const *in, int n_out,
+                   const char *const *out)
+{
+    if (!grow(m, (void **)&m->nodes, &m->node_cap, m->n_nodes, sizeof *m->nodes)) return;
+    ox_node nd = {.op = keep_str(m, op_type), .n_in = n_in, .n_out = n_out,
+                  .in = keep_names(m, n_in, in), .out = keep_names(m, n_out, out)};
+    if (!m->st) m->nodes[m->n_nodes++] = nd;
+}
+
+static ox_attr *new_attr(tg_onnx *m, const char *name, int type)
+{
+    if (m->st) return NULL;
+    if (!m->n_nodes) {
+        tg__onnx_fail(m, TG_ERR_STATE, "onnx: attribute '%s' before any node", name);
+        return NULL;
+    }
+    ox_node *nd = &m->nodes[m->n_nodes - 1];
+    ox_attr *a = keep(m, (size_t)(nd->n_attr + 1) * sizeof *a);
+    if (!a) return NULL;
+    if (nd->n_attr) memcpy(a, nd->attr, (size_t)nd->n_attr * sizeof *a);
+    nd->attr = a;
+    a += nd->n_attr++;
+    a->name = keep_str(m, name);
+    a->type = type;
+    return a;
+}
+
+void tg__onnx_attr_int(tg_onnx *m, const char *name, int64_t v)
+{
+    ox_attr *a = new_attr(m, name, A_INT);
+    if (a) a->i = v;
+}
+
+void tg__onnx_attr_float(tg_onnx *m, const char *name, double v)
+{
+    ox_attr *a = new_attr(m, name, A_FLOAT);
+    if (a) a->f = v;
+}
+
+void tg__onnx_attr_str(tg_onnx *m, const char *name, const char *v)
+{
+    ox_attr *a = new_attr(m, name, A_STRING);
+    if (a) a->s = keep_str(m, v);
+}
+
+void tg__onnx_attr_ints(tg_onnx *m, const char *name, int n, const int64_t *v)
+{
+    ox_attr *a = new_attr(m, name, A_INTS);
+    if (!a) return;
+    a->ints = keep(m, (size_t)(n ? n : 1) * sizeof *a->ints);
+    if (!a->ints) return;
+    if (n) memcpy(a->ints, v, (size_t)n * sizeof *v);
+    a->n = n;
+}
+
+/* ---- initializers ---- */
+
+void tg__onnx_initializer(tg_onnx *m, const char *name, const tg_tensor *t)
+{
+    if (!grow(m, (void **)&m->inits, &m->init_cap, m->n_inits, sizeof *m->inits)) return;
+    m->inits[m->n_inits++] = (ox_init){.name = keep_str(m, name), .t = t};
+}
+
+/* A constant tensor owned by the model, of rank 0 or 1 (n values); its data to fill. */
+static void *own_const(tg_onnx *m, tg_dtype dt, int rank, int64_t n, const char **name)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "const:%d", m->n_tmp++);
+    *name = keep_str(m, buf);
+    void *data = keep(m, (size_t)(n ? n : 1) * tg_dtype_size(dt));
+    if (!data || !grow(m, (void **)&m->inits, &m->init_cap, m->n_inits, sizeof *m->inits))
+        return NULL;
+    ox_init *in = &m->inits[m->n_inits++];
+    *in = (ox_init){.name = *name};
+    in->own.dtype = dt;
+    in->own.rank = rank;
+    in->own.shape[0] = n;
+    in->own.numel = n;
+    in->own.data = data;
+    in->t = NULL;
+    return data;
+}
+
+const char *tg__onnx_const_i64(tg_onnx *m, int n, const int64_t *v)
+{
+    const char *name = "";
+    int64_t *d = own_const(m, TG_I64, 1, n, &name);
+    if (d && n) memcpy(d, v, (size_t)n * sizeof *v);
+    return name;
+}
+
+const char *tg__onnx_const_scalar(tg_onnx *m, tg_dtype dt, double v)
+{
+    const char *name = "";
+    void *d = own_const(m, dt, 0, 1, &name);
+    if (!d) return name;
+    if (dt == TG_F32) *(float *)d = (float)v;
+    else if (dt == TG_F64) *(double *)d = v;
+    else *(int64_t *)d = (int64_t)v;
+    return name;
+}
+
+void tg__onnx_io(tg_onnx *m, bool output, const char *name, tg_dtype dt, int rank,
+                 const int64_t *shape, const char *const *dim_param)
+{
+    if (rank < 0 || rank > TG_MAX_RANK) {
+        tg__onnx_fail(m, TG_ERR_INVALID, "onnx: rank %d of '%s'", rank, name);
+        return;
+    }
+    if (!grow(m, (void **)&m->io, &m->io_cap, m->n_io, sizeof *m->io)) return;
+    ox_io *o = &m->io[m->n_io++];
+    *o = (ox_io){.name = keep_str(m, name), .output = output, .dt = dt, .rank = rank};
+    for (int d = 0; d < rank; d++) {
+        o->shape[d] = shape[d];
+        o->param[d] = dim_param && dim_param[d] ? keep_str(m, dim_param[d]) : NULL;
+    }
+}
+
+void tg__onnx_reshape(tg_onnx *m, const char *in, const char *out, int rank, const int64_t *shape)
+{
+    const char *s = tg__onnx_const_i64(m, rank, shape);
+    TG__ONNX_NODE(m, "Reshape", out, in, s);
+}
+
+void tg__onnx_reshape_as(tg_onnx *m, const tg_node *n, const char *in, const char *out)
+{
+    tg__onnx_reshape(m, in, out, n->value.rank, n->value.shape);
+}
+
+/* ---- the protobuf writer ---- */
+
+typedef struct {
+    uint8_t *p;
+    size_t   n, cap;
+    bool     oom;
+} pb_buf;
+
+static void pb_raw(pb_buf *b, const void *src, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->n + n) nc *= 2;
+        uint8_t *p = realloc(b->p, nc);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = nc;
+    }
+    if (n) memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+
+static void pb_varint(pb_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    int k = 0;
+    do {
+        tmp[k] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v) tmp[k] |= 0x80;
+        k++;
+    } while (v);
+    pb_raw(b, tmp, (size_t)k);
+}
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+static void pb_key(pb_buf *b, int field, int wt) { pb_varint(b, (uint64_t)field << 3 | (unsigned)wt); }
+
+static void pb_int(pb_buf *b, int field, int64_t v)
+{
+    pb_key(b, field, WT_VARINT);
+    pb_varint(b, (uint64_t)v);   /* int32/int64: two's complement, 10 bytes when negative */
+}
+
+static void pb_bytes(pb_buf *b, int field, const void *p, size_t n)
+{
+    pb_key(b, field, WT_LEN);
+    pb_varint(b, n);
+    pb_raw(b, p, n);
+}
+
+static void pb_str(pb_buf *b, int field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+
+static void pb_float(pb_buf *b, int field, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint8_t le[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+    pb_key(b, field, WT_I32);
+    pb_raw(b, le, 4);
+}
+
+/* Append sub (a finished message) to b as field `field`, and free it. */
+static void pb_msg(pb_buf *b, int field, pb_buf *sub)
+{
+    if (sub->oom) b->oom = true;
+    pb_bytes(b, field, sub->p, sub->n);
+    free(sub->p);
+    *sub = (pb_buf){0};
+}
+
+/* ---- the messages ---- */
+
+static int onnx_dtype(tg_dtype dt)   /* TensorProto.DataType */
+{
+    switch (dt) {
+    case TG_F32: return 1;
+    case TG_F64: return 11;
+    case TG_I64: return 7;
+    case TG_BOOL: return 9;
+    default: return 0;
+    }
+}
+
+/* The tensor's data, little-endian, in b. */
+static void raw_le(pb_buf *b, const tg_tensor *t)
+{
+    size_t es = tg_dtype_size(t->dtype), n = (size_t)t->numel * es;
+    const uint16_t one = 1;
+    if (*(const unsigned char *)&one == 1 || es == 1) {
+        pb_raw(b, t->data, n);
+        return;
+    }
+    const uint8_t *s = t->data;
+    for (size_t i = 0; i < n; i += es)
+        for (size_t k = 0; k < es; k++) pb_raw(b, s + i + es - 1 - k, 1);
+}
+
+static void write_tensor(pb_buf *b, int field, const char *name, const tg_tensor *t)
+{
+    pb_buf s = {0}, raw = {0};
+    for (int d = 0; d < t->rank; d++) pb_int(&s, 1, t->shape[d]);   /* dims */
+    pb_int(&s, 2, onnx_dtype(t->dtype));                            /* data_type */
+    pb_str(&s, 8, name);                                            /* name */
+    raw_le(&raw, t);
+    if (raw.oom) s.oom = true;
+    pb_bytes(&s, 9, raw.p, raw.n);                                  /* raw_data */
+    free(raw.p);
+    pb_msg(b, field, &s);
+}
+
+static void write_attr(pb_buf *b, const ox_attr *a)
+{
+    pb_buf s = {0};
+    pb_str(&s, 1, a->name);
+    if (a->type == A_FLOAT) pb_float(&s, 2, (float)a->f);
+    if (a->type == A_INT) pb_int(&s, 3, a->i);
+    if (a->type == A_STRING) pb_str(&s, 4, a->s);
+    for (int i = 0; a->type == A_INTS && i < a->n; i++) pb_int(&s, 8, a->ints[i]);
+    pb_int(&s, 20, a->type);
+    pb_msg(b, 5, &s);
+}
+
+static void write_node(pb_buf *b, const ox_node *nd, int idx)
+{
+    pb_buf s = {0};
+    char name[64];
+    for (int i = 0; i < nd->n_in; i++) pb_str(&s, 1, nd->in[i]);
+    for (int i = 0; i < nd->n_out; i++) pb_str(&s, 2, nd->out[i]);
+    snprintf(name, sizeof name, "%s_%d", nd->op, idx);
+    pb_str(&s, 3, name);
+    pb_str(&s, 4, nd->op);
+    for (int i = 0; i < nd->n_attr; i++) write_attr(&s, &nd->attr[i]);
+    pb_msg(b, 1, &s);
+}
+
+/* ValueInfoProto { name, type: TypeProto { tensor_type { elem_type, shape { dim* } } } } */
+static void write_io(pb_buf *b, const ox_io *o)
+{
+    pb_buf vi = {0}, tp = {0}, tt = {0}, sh = {0};
+    for (int d = 0; d < o->rank; d++) {
+        pb_buf dim = {0};
+        if (o->param[d]) pb_str(&dim, 2, o->param[d]);
+        else pb_int(&dim, 1, o->shape[d]);
+        pb_msg(&sh, 1, &dim);
+    }
+    pb_int(&tt, 1, onnx_dtype(o->dt));
+    pb_msg(&tt, 2, &sh);
+    pb_msg(&tp, 1, &tt);
+    pb_str(&vi, 1, o->name);
+    pb_msg(&vi, 2, &tp);
+    pb_msg(b, o->output ? 12 : 11, &vi);
+}
+
+static void write_graph(pb_buf *b, const tg_onnx *m)
+{
+    pb_buf g = {0};
+    for (int i = 0; i < m->n_nodes; i++) write_node(&g, &m->nodes[i], i);
+    pb_str(&g, 2, m->graph_name);
+    for (int i = 0; i < m->n_inits; i++)
+        write_tensor(&g, 5, m->inits[i].name, m->inits[i].t ? m->inits[i].t : &m->inits[i].own);
+    for (int i = 0; i < m->n_io; i++)
+        if (!m->io[i].output) write_io(&g, &m->io[i]);
+    for (int i = 0; i < m->n_io; i++)
+        if (m->io[i].output) write_io(&g, &m->io[i]);
+    pb_msg(b, 7, &g);
+}
+
+tg_status tg__onnx_write(tg_onnx *m, FILE *f)
+{
+    if (m->st) return tg_set_error(m->st, "%s", m->err);
+    pb_buf b = {0}, op = {0};
+    pb_int(&b, 1, TG__ONNX_IR_VERSION);      /* ir_version */
+    pb_str(&b, 2, "tgraph");                 /* producer_name */
+    pb_str(&b, 3, "0.1.0");                  /* producer_version */
+    write_graph(&b, m);                      /* graph = 7 */
+    pb_str(&op, 1, "");                      /* opset_import: domain "" (ai.onnx) */
+    pb_int(&op, 2, TG__ONNX_OPSET);
+    pb_msg(&b, 8, &op);
+    tg_status st = TG_OK;
+    if (b.oom) st = tg_set_error(TG_ERR_NOMEM, "onnx: out of memory writing the model");
+    else if (fwrite(b.p, 1, b.n, f) != b.n) st = tg_set_error(TG_ERR_IO, "write failed");
+    free(b.p);
+    return st;
+}
