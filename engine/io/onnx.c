@@ -256,7 +256,7 @@ void tg__onnx_initializer(tg_onnx *m, const char *name, const tg_tensor *t)
 static void *own_const(tg_onnx *m, tg_dtype dt, int rank, int64_t n, const char **name)
 {
     char buf[32];
-    snprintf(buf, sizeof buf, "const:%d", m->n_tmp++);
+    snprintf(buf, sizeof buf, "onnx:const:%d", m->n_tmp++);
     *name = keep_str(m, buf);
     void *data = keep(m, (size_t)(n ? n : 1) * tg_dtype_size(dt));
     if (!data || !grow(m, (void **)&m->inits, &m->init_cap, m->n_inits, sizeof *m->inits))
