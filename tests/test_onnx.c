@@ -422,6 +422,12 @@ Test(onnx, cli_errors)
                                      "--save-weights", w), err, sizeof err), 0, "%s", err);
     tt_expect_cli_error(TT_ARGS("export", "seg_merging", "--weights", w, "--onnx", w),
                         "--onnx", NULL);
+    tt_expect_cli_error(TT_ARGS("export", "tsa", "--checkpoint", w, "--onnx", tt_path("m.onnx")),
+                        "LAYER 'tsa' and --checkpoint", NULL);
+    tt_expect_cli_error(TT_ARGS("export", "--checkpoint", w, "--weights", w, "--onnx",
+                                tt_path("m.onnx")), "--weights and --checkpoint", NULL);
+    tt_expect_cli_error(TT_ARGS("export", "--checkpoint", w, "--onnx", tt_path("m.onnx")),
+                        "--checkpoint", w);
     cr_assert(access(tt_path("m.onnx"), F_OK) != 0, "no model is left by a failed export");
 }
 
@@ -575,7 +581,7 @@ static void diffs(const tg_tensor *got, const tg_tensor *want, double *abs_d, do
 /* tgraph run and onnxruntime on the same inputs and weights (--seed); y (and
  * attn when asked) compared at 1e-5. */
 static void compare_with_ort(const char *modules, const char *name, const char *const *sets,
-                             int n_sets, bool attn)
+                             int n_sets, bool attn, const char *ckpt)
 {
     static int cases;
     tt_layer b = tt_layer_new(name, sets, n_sets, NULL);
@@ -588,10 +594,17 @@ static void compare_with_ort(const char *modules, const char *name, const char *
     snprintf(a, sizeof a, "%s.attn.npy", tt_path(tag));
     snprintf(outdir, sizeof outdir, "%s.ort", tt_path(tag));
     cr_assert_eq(mkdir(outdir, 0755), 0);
-    const char *run[64] = {"run", name, "--seed", "5", "--out", y}, *exp[64] = {"export", name,
-                                                                               "--seed", "5",
-                                                                               "--onnx", model};
-    int nr = 6, ne = 6;
+    char w[128];
+    snprintf(w, sizeof w, "%s.w.safetensors", tt_path(tag));
+    /* a checkpoint: export writes the weights it exported, run reads them */
+    const char *run[96] = {"run", name, "--seed", "5", "--out", y};
+    const char *exp[96] = {"export", name, "--seed", "5", "--onnx", model};
+    if (ckpt) {
+        run[2] = "--weights", run[3] = w;
+        exp[1] = "--checkpoint", exp[2] = ckpt, exp[3] = "--save-weights", exp[4] = w;
+        exp[5] = "--onnx", exp[6] = model;
+    }
+    int nr = 6, ne = ckpt ? 7 : 6;
     for (int i = 0; i < n_sets; i++) {
         run[nr++] = exp[ne++] = "--set";
         run[nr++] = exp[ne++] = sets[i];
@@ -606,8 +619,8 @@ static void compare_with_ort(const char *modules, const char *name, const char *
         exp[ne++] = "--attn";
     }
     run[nr] = exp[ne] = NULL;
-    cr_assert_eq(tt_run_tool(run, err, sizeof err), 0, "%s: tgraph run: %s", name, err);
     cr_assert_eq(tt_run_tool(exp, err, sizeof err), 0, "%s: tgraph export: %s", name, err);
+    cr_assert_eq(tt_run_tool(run, err, sizeof err), 0, "%s: tgraph run: %s", name, err);
     const char *node[16] = {"node", "tests/onnx_run.js", model, outdir};
     for (int i = 0; i < n; i++) node[4 + i] = items[i];
     node[4 + n] = NULL;
@@ -644,11 +657,66 @@ Test(onnx, onnxruntime_equals_tgraph_run)
     const char *modules = ort_modules();
     for (int i = 0; i < tg_layer_class_count(); i++)
         compare_with_ort(modules, tg_layer_class_at(i)->name, NULL, 0,
-                         !strcmp(tg_layer_class_at(i)->name, "full_attention"));
+                         !strcmp(tg_layer_class_at(i)->name, "full_attention"), NULL);
     /* other paths: causal attention with its weights, cross attention, LayerNorm without bias */
     compare_with_ort(modules, "attention_layer",
-                     (const char *[]){"mask_flag=true", "output_attention=true"}, 2, true);
+                     (const char *[]){"mask_flag=true", "output_attention=true"}, 2, true, NULL);
     compare_with_ort(modules, "attention_layer", (const char *[]){"self_attention=false", "S=4"},
-                     2, false);
-    compare_with_ort(modules, "gpt", (const char *[]){"bias=false"}, 1, false);
+                     2, false, NULL);
+    compare_with_ort(modules, "gpt", (const char *[]){"bias=false"}, 1, false, NULL);
+}
+
+/* ---- trained models: a checkpoint of tgraph train ---- */
+
+/* Train with args (the run's directory appended) and compare the checkpoint's
+ * export with tgraph run on its weights, at batch B. The config lines of the
+ * checkpoint (every key) are the --set items of both, B replaced. */
+static void compare_trained(const char *modules, const char *tag, const char *const *train,
+                            int n_train, const char *batch)
+{
+    char dir[128], ckpt[192], err[2048];
+    snprintf(dir, sizeof dir, "%s", tt_path(tag));
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", dir);
+    const char *args[64];
+    for (int i = 0; i < n_train; i++) args[i] = train[i];
+    args[n_train] = "--out-dir", args[n_train + 1] = dir, args[n_train + 2] = NULL;
+    cr_assert_eq(tt_run_tool(args, err, sizeof err), 0, "%s: tgraph train: %s", tag, err);
+    tg_checkpoint ck;
+    tg_checkpoint_init(&ck);
+    cr_assert_eq(tg_checkpoint_read(ckpt, &ck), TG_OK, "%s", tg_last_error());
+    const char *model = tg_checkpoint_meta(&ck, "model"), *config = tg_checkpoint_meta(&ck, "config");
+    cr_assert(model && config);
+    char *text = strdup(config), *sets[64];
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cr_assert(n < 63);
+        if (strncmp(line, "B=", 2)) sets[n++] = line;
+    }
+    sets[n++] = (char *)batch;
+    compare_with_ort(modules, model, (const char *const *)sets, n, false, ckpt);
+    free(text);
+    tg_checkpoint_clear(&ck);
+}
+
+/* A train command line and its length. */
+#define TRAIN(...) TT_ARGS("train", __VA_ARGS__), (int)(sizeof TT_ARGS(__VA_ARGS__) / sizeof(char *))
+
+Test(onnx, onnxruntime_equals_tgraph_run_on_trained_models)
+{
+    const char *modules = ort_modules();
+    compare_trained(modules, "crossformer", TRAIN("--set", "seq_len=24", "pred_len=8", "seg_len=4",
+                                                  "d_model=16", "n_heads=2", "d_ff=32",
+                                                  "e_layers=1", "--max-steps", "20",
+                                                  "--batch-size", "8", "--quiet"), "B=3");
+    compare_trained(modules, "dlinear", TRAIN("--model", "dlinear", "--set", "seq_len=48",
+                                              "pred_len=12", "--max-steps", "20", "--batch-size",
+                                              "8", "--quiet"), "B=3");
+    FILE *f = fopen(tt_path("in.txt"), "w");
+    cr_assert(f);
+    for (int i = 0; i < 40; i++) fputs("the quick brown fox jumps over the lazy dog\n", f);
+    fclose(f);
+    compare_trained(modules, "gpt", TRAIN("--text", tt_path("in.txt"), "--set", "n_layer=1",
+                                          "n_head=2", "n_embd=16", "block_size=8", "dropout=0",
+                                          "--batch-size", "4", "--eval-iters", "2", "--max-steps",
+                                          "8", "--quiet"), "B=2");
 }

@@ -4,7 +4,9 @@
  *
  * The layer is built as `tgraph run` builds it (the same --set keys, shape
  * keys read off --input files, weights from --weights or initialised from
- * --seed), in eval mode, and written by tg_graph_onnx_save (onnx_export.h).
+ * --seed), or as the checkpoint of `tgraph train` says (its model, config
+ * and weights; --set keys over its config), in eval mode, and written by
+ * tg_graph_onnx_save (onnx_export.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,19 +15,20 @@
 #include "cli.h"
 #include "layer_cli.h"
 #include "outputs.h"
+#include "train_loop.h"
 
 /* One `tgraph export` call: the command line. */
 typedef struct {
-    const char   *layer, *weights, *onnx;
+    const char   *layer, *weights, *onnx, *ckpt, *save_weights;
     int64_t       seed;
     bool          attn;          /* --attn: also the attention weights, as output "attn" */
     tg_config    *cfg;           /* the --set values */
     tg_cli_inputs files;         /* --input NAME=FILE.npy (their shapes only) */
-    tg_cli_file   in[TG_MAX_LAYER_INPUTS + 1];
+    tg_cli_file   in[TG_MAX_LAYER_INPUTS + 2];
     int           n_in;
 } export_req;
 
-enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_ATTN, O_ONNX };
+enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_CHECKPOINT, O_ATTN, O_ONNX, O_SAVE_WEIGHTS };
 static const tg_opt opts[] = {
     [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); "
                "KEY=VALUE words after it are more"},
@@ -36,10 +39,17 @@ static const tg_opt opts[] = {
                    "the parameters by state_dict name; without it they are initialised like "
                    "PyTorch's defaults from --seed N, as tgraph run does"},
     [O_SEED] = {"--seed", NULL, "N", "the seed of that initialisation, default 0"},
+    [O_CHECKPOINT] = {"--checkpoint", NULL, "FILE",
+                      "a checkpoint of tgraph train (best.safetensors, checkpoint.safetensors; "
+                      "--text runs too) instead of LAYER: its model, config and weights; --set "
+                      "keys replace its config's (--set B=1 for one window at a time)"},
     [O_ATTN] = {"--attn", NULL, NULL,
                 "also write the attention weights, as the model's second output \"attn\" "
                 "(layers that have them)"},
     [O_ONNX] = {"--onnx", NULL, "FILE.onnx", "the ONNX model (- for stdout; required)"},
+    [O_SAVE_WEIGHTS] = {"--save-weights", NULL, "FILE.safetensors",
+                        "the parameters exported, by state_dict name (as tgraph run "
+                        "--save-weights writes them)"},
 };
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -59,6 +69,10 @@ static int parse_args(export_req *R, int argc, char **argv)
             if (!tg_args_value(&a, &R->weights)) return 2;
         } else if (a.opt == O_SEED) {
             if (!tg_args_int(&a, 0, INT64_MAX, &R->seed)) return 2;
+        } else if (a.opt == O_CHECKPOINT) {
+            if (!tg_args_value(&a, &R->ckpt)) return 2;
+        } else if (a.opt == O_SAVE_WEIGHTS) {
+            if (!tg_args_value(&a, &R->save_weights)) return 2;
         } else if (a.opt == O_ATTN) {
             R->attn = true;
         } else if (a.opt == O_ONNX) {
@@ -69,23 +83,54 @@ static int parse_args(export_req *R, int argc, char **argv)
             return tg_cli_unknown(&a, arg);
         }
     }
-    if (!R->layer) return tg_cli_fail("export", "missing LAYER (see tgraph layers)");
+    if (!R->layer && !R->ckpt)
+        return tg_cli_fail("export", "missing LAYER (see tgraph layers) or --checkpoint FILE");
+    if (R->layer && R->ckpt)
+        return tg_cli_fail("export", "LAYER '%s' and --checkpoint: give one (the checkpoint "
+                           "names its model)", R->layer);
+    if (R->ckpt && R->weights)
+        return tg_cli_fail("export", "--weights and --checkpoint: give one (the checkpoint "
+                           "holds the weights)");
     if (!R->onnx) return tg_cli_fail("export", "missing --onnx FILE.onnx (- for stdout)");
     R->in[R->n_in++] = (tg_cli_file){"--weights", R->weights};
-    const tg_cli_file out = {"--onnx", R->onnx};
-    return tg_cli_check_outputs("export", R->in, R->n_in, &out, 1);
+    R->in[R->n_in++] = (tg_cli_file){"--checkpoint", R->ckpt};
+    const tg_cli_file outs[] = {{"--onnx", R->onnx}, {"--save-weights", R->save_weights}};
+    return tg_cli_check_outputs("export", R->in, R->n_in, outs, 2);
 }
 
-/* The layer built in eval mode, its weights loaded or initialised, written as ONNX. */
-static int export_layer(export_req *R, tg_cli_layer *c)
+/* --checkpoint: its model's name, and its config with the --set keys over it (into cfg). */
+static int checkpoint_config(export_req *R, tg_checkpoint *ck, tg_config *cfg)
+{
+    if (tg_checkpoint_read(R->ckpt, ck))
+        return tg_cli_fail("export", "--checkpoint %s", tg_last_error());
+    const char *config = tg_checkpoint_meta(ck, "config");
+    R->layer = tg_checkpoint_meta(ck, "model");
+    if (!R->layer || !config)
+        return tg_cli_fail("export", "--checkpoint %s: not a checkpoint of tgraph train (its "
+                           "metadata has no %s)", R->ckpt, R->layer ? "config" : "model");
+    if (tg_tl_config_parse("export", config, cfg)) return 2;
+    for (int i = 0; i < tg_config_count(R->cfg); i++) {
+        const char *key = tg_config_key(R->cfg, i);
+        tg_value v;
+        if (tg_value_copy(&v, tg_config_get(R->cfg, key)) || tg_config_put(cfg, key, &v))
+            return tg_cli_fail("export", "--set %s: %s", key, tg_last_error());
+    }
+    return 0;
+}
+
+/* The layer built in eval mode on cfg, its weights from the checkpoint, --weights
+ * or --seed, written as ONNX (and the weights when asked). */
+static int export_layer(export_req *R, tg_cli_layer *c, tg_config *cfg, const tg_checkpoint *ck)
 {
     tg_rng rng;
     tg_rng_seed(&rng, (uint64_t)R->seed);
-    if (tg_cli_layer_build(c, "export", R->layer, R->cfg, R->files.n ? &R->files : NULL, TG_F32,
-                           R->weights ? NULL : &rng, false))
+    if (tg_cli_layer_build(c, "export", R->layer, cfg, R->files.n ? &R->files : NULL, TG_F32,
+                           R->weights || R->ckpt ? NULL : &rng, false))
         return 2;
     if (R->weights && tg_params_load(c->ps, R->weights, 0))
         return tg_cli_fail("export", "--weights %s", tg_last_error());
+    if (R->ckpt && tg_checkpoint_restore_params(ck, c->ps))
+        return tg_cli_fail("export", "--checkpoint %s", tg_last_error());
     if (R->attn && !c->out.attn)
         return tg_cli_fail("export", "--attn: %s has no attention weights (for full_attention "
                            "and attention_layer set output_attention=true)", R->layer);
@@ -93,6 +138,10 @@ static int export_layer(export_req *R, tg_cli_layer *c)
     const char *names[2] = {"y", "attn"};
     if (tg_graph_onnx_save(c->g, R->attn ? 2 : 1, outs, names, R->onnx))
         return tg_cli_fail("export", "--onnx %s: %s", R->onnx, tg_last_error());
+    if (R->save_weights &&
+        tg_params_save(c->ps, R->save_weights, 1, (const char *[]){"format"},
+                       (const char *[]){"pt"}))
+        return tg_cli_fail("export", "--save-weights %s", tg_last_error());
     return 0;
 }
 
@@ -100,12 +149,22 @@ static int run(int argc, char **argv)
 {
     export_req R = {0};
     tg_cli_layer c = {0};
-    if (!(R.cfg = tg_config_new())) return tg_cli_fail("export", "out of memory");
+    tg_checkpoint ck;
+    tg_checkpoint_init(&ck);
+    tg_config *ck_cfg = tg_config_new();
+    if (!(R.cfg = tg_config_new()) || !ck_cfg) {
+        tg_config_free(R.cfg);
+        tg_config_free(ck_cfg);
+        return tg_cli_fail("export", "out of memory");
+    }
     int rc = parse_args(&R, argc, argv);
-    if (!rc) rc = export_layer(&R, &c);
+    if (!rc && R.ckpt) rc = checkpoint_config(&R, &ck, ck_cfg);
+    if (!rc) rc = export_layer(&R, &c, R.ckpt ? ck_cfg : R.cfg, &ck);
     tg_cli_layer_free(&c);
+    tg_checkpoint_clear(&ck);
     tg_cli_inputs_free(&R.files);
     tg_config_free(R.cfg);
+    tg_config_free(ck_cfg);
     return rc;
 }
 
@@ -114,18 +173,24 @@ const tg_cli_cmd tg_cmd_export = {
     .summary = "write a layer's forward graph as an ONNX model (opset 17) for onnxruntime",
     .help =
         "usage: tgraph export LAYER [--set KEY=VALUE]... [--input NAME=FILE.npy]...\n"
-        "                  [--weights FILE.safetensors | --seed N] [--attn] --onnx FILE.onnx\n\n"
+        "                  [--weights FILE.safetensors | --seed N] [--attn] --onnx FILE.onnx\n"
+        "                  [--save-weights FILE.safetensors]\n"
+        "       tgraph export --checkpoint FILE [--set KEY=VALUE]... --onnx FILE.onnx\n\n"
         "Builds LAYER as tgraph run does (eval mode: dropout is the identity) and writes its\n"
         "forward graph as ONNX (opset 17, our own protobuf writer): inputs keep their names,\n"
         "parameters are initializers under their state_dict keys, the output is \"y\". Ops\n"
         "map to ONNX nodes: linear to Transpose + MatMul + Add, einsum to Einsum, einops to\n"
         "Reshape/Transpose/Expand, GELU to its Erf form, layer_norm to LayerNormalization,\n"
         "sdpa to Einsum, Softmax, Einsum. Shapes are fixed: the model is for the batch size\n"
-        "it was built with. An op without an ONNX form is an error naming it.\n",
+        "it was built with. An op without an ONNX form is an error naming it.\n"
+        "With --checkpoint the model is the one tgraph train saved, with its config and\n"
+        "weights; a forecaster's input x is in the scaled units of training (its\n"
+        "StandardScaler), as the model saw it.\n",
     .opts = opts,
     .n_opts = TG_OPTS_N(opts),
     .help_more =
         "\nexamples:\n  tgraph export tsa --onnx tsa.onnx\n"
-        "  tgraph export gpt --weights w.safetensors --input idx=idx.npy --onnx gpt.onnx\n",
+        "  tgraph export gpt --weights w.safetensors --input idx=idx.npy --onnx gpt.onnx\n"
+        "  tgraph export --checkpoint runs/train/best.safetensors --set B=1 --onnx model.onnx\n",
     .run = run,
 };
