@@ -22,13 +22,14 @@ typedef struct {
     const char   *layer, *weights, *onnx, *ckpt, *save_weights;
     int64_t       seed;
     bool          attn;          /* --attn: also the attention weights, as output "attn" */
+    bool          fixed;         /* --fixed-batch: no symbolic batch dim */
     tg_config    *cfg;           /* the --set values */
     tg_cli_inputs files;         /* --input NAME=FILE.npy (their shapes only) */
     tg_cli_file   in[TG_MAX_LAYER_INPUTS + 2];
     int           n_in;
 } export_req;
 
-enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_CHECKPOINT, O_ATTN, O_ONNX, O_SAVE_WEIGHTS };
+enum { O_SET, O_INPUT, O_WEIGHTS, O_SEED, O_CHECKPOINT, O_ATTN, O_FIXED, O_ONNX, O_SAVE_WEIGHTS };
 static const tg_opt opts[] = {
     [O_SET] = {"--set", NULL, "KEY=VALUE", "config keys of LAYER (tgraph layers LAYER); "
                "KEY=VALUE words after it are more"},
@@ -46,6 +47,9 @@ static const tg_opt opts[] = {
     [O_ATTN] = {"--attn", NULL, NULL,
                 "also write the attention weights, as the model's second output \"attn\" "
                 "(layers that have them)"},
+    [O_FIXED] = {"--fixed-batch", NULL, NULL,
+                 "fixed shapes throughout; by default the batch dim is symbolic (\"B\") where "
+                 "the layer allows it, and a line on stderr says which"},
     [O_ONNX] = {"--onnx", NULL, "FILE.onnx", "the ONNX model (- for stdout; required)"},
     [O_SAVE_WEIGHTS] = {"--save-weights", NULL, "FILE.safetensors",
                         "the parameters exported, by state_dict name (as tgraph run "
@@ -75,6 +79,8 @@ static int parse_args(export_req *R, int argc, char **argv)
             if (!tg_args_value(&a, &R->save_weights)) return 2;
         } else if (a.opt == O_ATTN) {
             R->attn = true;
+        } else if (a.opt == O_FIXED) {
+            R->fixed = true;
         } else if (a.opt == O_ONNX) {
             if (!tg_args_value(&a, &R->onnx)) return 2;
         } else if (arg[0] != '-' && !R->layer) {
@@ -118,6 +124,73 @@ static int checkpoint_config(export_req *R, tg_checkpoint *ck, tg_config *cfg)
     return 0;
 }
 
+/* The layer's batch key: the first dim of its first input when that is an INT key
+ * ("B", "b", "B_"); NULL when there is none (axial's "shape"). */
+static const char *batch_key(const tg_cli_layer *c, char *buf, size_t len)
+{
+    const tg_layer_class *cls = tg_layer_class_find(tg_layer_name(c->layer));
+    const char *dims = tg_layer_input_at(c->layer, 0)->dims;
+    size_t n = strcspn(dims, " ");
+    if (!cls || n == 0 || n >= len) return NULL;
+    memcpy(buf, dims, n);
+    buf[n] = '\0';
+    for (const tg_layer_key *k = cls->keys; k->name; k++)
+        if (!strcmp(k->name, buf)) return k->type == TG_KEY_INT ? buf : NULL;
+    return NULL;
+}
+
+/* The layer built again (into c2) at batch + 1: the second graph of a dynamic batch.
+ * 0, or 1 (nothing printed) when it cannot be. */
+static int build_again(export_req *R, const tg_cli_layer *c, tg_config *cfg, tg_cli_layer *c2,
+                       char *key, size_t len)
+{
+    if (!batch_key(c, key, len)) return 1;
+    tg_config *cfg2 = tg_config_new();
+    int rc = cfg2 ? 0 : 1;
+    for (int i = 0; !rc && i < tg_config_count(cfg); i++) {
+        tg_value v;
+        const char *k = tg_config_key(cfg, i);
+        rc = tg_value_copy(&v, tg_config_get(cfg, k)) || tg_config_put(cfg2, k, &v);
+    }
+    char item[160];
+    snprintf(item, sizeof item, "%s=%lld", key,
+             (long long)tg_node_value(c->in[0])->shape[0] + 1);
+    if (!rc) rc = tg_config_set(cfg2, item) != TG_OK;
+    if (!rc) rc = tg_cli_layer_build(c2, "export", R->layer, cfg2, NULL, TG_F32, NULL, false) != 0;
+    tg_config_free(cfg2);
+    return rc;
+}
+
+/* The model with a symbolic batch where the layer allows it, else fixed; a line on
+ * stderr says which. 0, or 2 after printing one line. */
+static int write_model(export_req *R, tg_cli_layer *c, tg_config *cfg)
+{
+    tg_node *outs[2] = {c->out.y, c->out.attn};
+    const char *names[2] = {"y", "attn"};
+    int n_out = R->attn ? 2 : 1;
+    char key[64], why[600] = "--fixed-batch";
+    tg_cli_layer c2 = {0};
+    if (!R->fixed && !build_again(R, c, cfg, &c2, key, sizeof key)) {
+        tg_node *outs2[2] = {c2.out.y, c2.out.attn};
+        tg_status st = tg_graph_onnx_save_batch(c->g, c2.g, n_out, outs, outs2, names, R->onnx);
+        tg_cli_layer_free(&c2);
+        if (!st) {
+            fprintf(stderr, "tgraph export: %s: batch dim %s is symbolic (\"B\")\n", R->layer,
+                    key);
+            return 0;
+        }
+        snprintf(why, sizeof why, "%s", tg_last_error());
+    } else if (!R->fixed) {
+        tg_cli_layer_free(&c2);
+        snprintf(why, sizeof why, "no batch key");
+    }
+    if (tg_graph_onnx_save(c->g, n_out, outs, names, R->onnx))
+        return tg_cli_fail("export", "--onnx %s: %s", R->onnx, tg_last_error());
+    fprintf(stderr, "tgraph export: %s: fixed shapes (batch %lld): %s\n", R->layer,
+            (long long)tg_node_value(c->in[0])->shape[0], why);
+    return 0;
+}
+
 /* The layer built in eval mode on cfg, its weights from the checkpoint, --weights
  * or --seed, written as ONNX (and the weights when asked). */
 static int export_layer(export_req *R, tg_cli_layer *c, tg_config *cfg, const tg_checkpoint *ck)
@@ -134,10 +207,7 @@ static int export_layer(export_req *R, tg_cli_layer *c, tg_config *cfg, const tg
     if (R->attn && !c->out.attn)
         return tg_cli_fail("export", "--attn: %s has no attention weights (for full_attention "
                            "and attention_layer set output_attention=true)", R->layer);
-    tg_node *outs[2] = {c->out.y, c->out.attn};
-    const char *names[2] = {"y", "attn"};
-    if (tg_graph_onnx_save(c->g, R->attn ? 2 : 1, outs, names, R->onnx))
-        return tg_cli_fail("export", "--onnx %s: %s", R->onnx, tg_last_error());
+    if (write_model(R, c, cfg)) return 2;
     if (R->save_weights &&
         tg_params_save(c->ps, R->save_weights, 1, (const char *[]){"format"},
                        (const char *[]){"pt"}))
@@ -181,8 +251,12 @@ const tg_cli_cmd tg_cmd_export = {
         "parameters are initializers under their state_dict keys, the output is \"y\". Ops\n"
         "map to ONNX nodes: linear to Transpose + MatMul + Add, einsum to Einsum, einops to\n"
         "Reshape/Transpose/Expand, GELU to its Erf form, layer_norm to LayerNormalization,\n"
-        "sdpa to Einsum, Softmax, Einsum. Shapes are fixed: the model is for the batch size\n"
-        "it was built with. An op without an ONNX form is an error naming it.\n"
+        "sdpa to Einsum, Softmax, Einsum. The batch dim is symbolic (\"B\") where the layer\n"
+        "allows it: the layer is built at a second batch size, and every shape that differs\n"
+        "is computed from the input's batch at run time; where something else depends on\n"
+        "the batch (a constant such as a [B, L, S] mask) the shapes are fixed at the built\n"
+        "batch size. One line on stderr says which, and why. An op without an ONNX form\n"
+        "is an error naming it.\n"
         "With --checkpoint the model is the one tgraph train saved, with its config and\n"
         "weights; a forecaster's input x is in the scaled units of training (its\n"
         "StandardScaler), as the model saw it.\n",

@@ -96,6 +96,16 @@ void tg__onnx_reshape(tg_onnx *m, const char *in, const char *out, int rank, con
 /* out = Reshape(in, n's own shape): a hook for a reshape-like op. */
 void tg__onnx_reshape_as(tg_onnx *m, const tg_node *n, const char *in, const char *out);
 
+/* Dynamic batch: m2 is the model of the same graph built at batch size b2
+ * (m's at b1). Where they differ only by the batch size (shape constants
+ * k * b1 against k * b2, inputs' and outputs' dims b1 against b2), m's shape
+ * constants are computed from the batch size read off dim `dim` of graph
+ * input `input` (Shape, Gather), and those dims become the symbolic "B".
+ * TG_OK; else TG_ERR_INVALID with the reason in why, m unchanged (or m's
+ * sticky error). */
+tg_status tg__onnx_batch(tg_onnx *m, const tg_onnx *m2, const char *input, int dim, int64_t b1,
+                         int64_t b2, char *why, size_t n);
+
 /* Write the model (ModelProto) to f. TG_OK or the model's error, or TG_ERR_IO. */
 tg_status tg__onnx_write(tg_onnx *m, FILE *f);
 

@@ -140,3 +140,60 @@ tg_status tg_graph_onnx_save(const tg_graph *g, int n_out, tg_node *const *outpu
     tg__onnx_free(m);
     return st;
 }
+
+/* The first dim of an input that differs between g and g2: the batch. */
+static bool find_batch(const tg_graph *g, const tg_graph *g2, const tg_node **in, int *dim,
+                       int64_t *b1, int64_t *b2)
+{
+    for (int id = 0; id < g->n_nodes && id < g2->n_nodes; id++) {
+        const tg_node *a = g->nodes[id], *b = g2->nodes[id];
+        if (a->kind != TG_NODE_INPUT || b->kind != TG_NODE_INPUT || a->value.rank != b->value.rank)
+            continue;
+        for (int d = 0; d < a->value.rank; d++)
+            if (a->value.shape[d] != b->value.shape[d]) {
+                *in = a, *dim = d, *b1 = a->value.shape[d], *b2 = b->value.shape[d];
+                return true;
+            }
+    }
+    return false;
+}
+
+static tg_status batch_models(tg_onnx *m, tg_onnx *m2, const tg_graph *g, const tg_graph *g2,
+                              int n_out, tg_node *const *outputs, tg_node *const *outputs2,
+                              const char *const *names)
+{
+    const tg_node *in;
+    int dim;
+    int64_t b1, b2;
+    char why[400];
+    if (build_model(m, g, n_out, outputs, names) || build_model(m2, g2, n_out, outputs2, names))
+        return tg_set_error(TG_ERR_INVALID, "%s", tg__onnx_error(tg__onnx_status(m) ? m : m2));
+    if (!find_batch(g, g2, &in, &dim, &b1, &b2))
+        return tg_set_error(TG_ERR_INVALID, "onnx export: no input of the two graphs differs in a "
+                            "dim (the batch)");
+    tg_status st = tg__onnx_batch(m, m2, tg__onnx_value(m, in), dim, b1, b2, why, sizeof why);
+    if (st == TG_ERR_INVALID && !tg__onnx_status(m))
+        return tg_set_error(st, "onnx export: no dynamic batch: %s", why);
+    return st ? tg_set_error(st, "%s", tg__onnx_error(m)) : TG_OK;
+}
+
+tg_status tg_graph_onnx_save_batch(const tg_graph *g, const tg_graph *g2, int n_out,
+                                   tg_node *const *outputs, tg_node *const *outputs2,
+                                   const char *const *names, const char *path)
+{
+    TG__NONNULL(g, TG_ERR_INVALID);
+    TG__NONNULL(g2, TG_ERR_INVALID);
+    TG__NONNULL(outputs, TG_ERR_INVALID);
+    TG__NONNULL(outputs2, TG_ERR_INVALID);
+    TG__NONNULL(names, TG_ERR_INVALID);
+    TG__NONNULL(path, TG_ERR_INVALID);
+    tg_status st = check_args(g, n_out, outputs, names);
+    if (!st) st = check_args(g2, n_out, outputs2, names);
+    if (st) return st;
+    tg_onnx *m = tg__onnx_new("tgraph"), *m2 = tg__onnx_new("tgraph");
+    st = m && m2 ? batch_models(m, m2, g, g2, n_out, outputs, outputs2, names) : TG_ERR_NOMEM;
+    if (!st) st = tg_write_atomic(path, write_model, m);
+    tg__onnx_free(m);
+    tg__onnx_free(m2);
+    return st;
+}
