@@ -152,8 +152,10 @@ static char *read_io(pbr r, int64_t *dims, int *rank)
         while (pb_next(&s, &f2, &wt2, &v, &s2))           /* TypeProto.tensor_type */
             while (f2 == 1 && pb_next(&s2, &f3, &wt3, &v, &s3))   /* Tensor.shape */
                 while (f3 == 2 && pb_next(&s3, &f4, &wt4, &v, &s4))   /* dim */
-                    while (f4 == 1 && pb_next(&s4, &f5, &wt5, &v, &s5))
+                    while (f4 == 1 && pb_next(&s4, &f5, &wt5, &v, &s5)) {
                         if (f5 == 1) dims[(*rank)++] = (int64_t)v;
+                        if (f5 == 2) dims[(*rank)++] = -1;   /* dim_param: symbolic */
+                    }
     }
     cr_assert(name, "a graph input or output without a name");
     return name;
@@ -429,6 +431,85 @@ Test(onnx, cli_errors)
     tt_expect_cli_error(TT_ARGS("export", "--checkpoint", w, "--onnx", tt_path("m.onnx")),
                         "--checkpoint", w);
     cr_assert(access(tt_path("m.onnx"), F_OK) != 0, "no model is left by a failed export");
+}
+
+/* ---- a symbolic batch ---- */
+
+/* x [b, 4] -> (+ const [b, 4]) -> reshape [4b] -> relu (exp) -> (reshape [b, 4]) */
+typedef struct { bool other_op, const_depends, flat_out; } batch_case;
+
+static tg_graph *batch_graph(int64_t b, batch_case c, tg_node **y)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *x = tg_input(g, "x", TG_F32, 2, (const int64_t[]){b, 4});
+    tg_node *h = c.const_depends ? tg_add(g, x, tg_full(g, 2, (const int64_t[]){b, 4}, 1.0)) : x;
+    h = tg_reshape(g, h, 1, (const int64_t[]){4 * b});
+    h = c.other_op ? tg_exp(g, h) : tg_relu(g, h);
+    *y = c.flat_out ? h : tg_reshape(g, h, 2, (const int64_t[]){b, 4});
+    cr_assert(*y, "%s", tg_graph_error(g));
+    return g;
+}
+
+/* Export c at batch 2 and 3: the status, and the message on failure. */
+static tg_status batch_export(batch_case c, const char *file)
+{
+    tg_node *y1, *y2;
+    tg_graph *g1 = batch_graph(2, (batch_case){0}, &y1), *g2 = batch_graph(3, c, &y2);
+    if (c.const_depends || c.flat_out) {
+        tg_graph_free(g1);
+        g1 = batch_graph(2, c, &y1);
+    }
+    tg_status st = tg_graph_onnx_save_batch(g1, g2, 1, &y1, &y2, (const char *[]){"y"},
+                                            tt_path(file));
+    tg_graph_free(g1);
+    tg_graph_free(g2);
+    return st;
+}
+
+Test(onnx, dynamic_batch_and_when_it_is_refused)
+{
+    cr_assert_eq(batch_export((batch_case){0}, "b.onnx"), TG_OK, "%s", tg_last_error());
+    ox_model *m = read_model(tt_path("b.onnx"));
+    cr_assert(m->in_rank[0] == 2 && m->in_dims[0][0] == -1 && m->in_dims[0][1] == 4, "x [B, 4]");
+    cr_assert(m->out_rank[0] == 2 && m->out_dims[0][0] == -1 && m->out_dims[0][1] == 4, "y [B, 4]");
+    cr_assert_eq(count_op(m, "Shape"), 1, "the batch is read off x");
+    cr_assert_eq(count_op(m, "Reshape"), 2);
+    assert_closed(m, "batch");
+    free_model(m);
+    cr_assert_eq(batch_export((batch_case){.other_op = true}, "c.onnx"), TG_ERR_INVALID);
+    tt_assert_last_error("no dynamic batch: node");
+    cr_assert_eq(batch_export((batch_case){.const_depends = true}, "c.onnx"), TG_ERR_INVALID);
+    tt_assert_last_error("depends on the batch size");
+    cr_assert_eq(batch_export((batch_case){.flat_out = true}, "c.onnx"), TG_ERR_INVALID);
+    tt_assert_last_error("dim 0 of 'y' is a multiple of the batch size");
+    cr_assert(access(tt_path("c.onnx"), F_OK) != 0, "nothing is written when refused");
+    tg_node *y;
+    tg_graph *g = batch_graph(2, (batch_case){0}, &y);
+    cr_assert_eq(tg_graph_onnx_save_batch(g, g, 1, &y, &y, (const char *[]){"y"},
+                                          tt_path("c.onnx")), TG_ERR_INVALID);
+    tt_assert_last_error("no input of the two graphs differs");
+    tg_graph_free(g);
+}
+
+Test(onnx, cli_says_whether_the_batch_is_symbolic)
+{
+    char err[1024];
+    cr_assert_eq(tt_run_tool(TT_ARGS("export", "tsa", "--onnx", tt_path("d.onnx")), err,
+                             sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "tsa: batch dim b is symbolic"), "%s", err);
+    ox_model *m = read_model(tt_path("d.onnx"));
+    cr_assert(m->in_dims[0][0] == -1 && m->out_dims[0][0] == -1, "x and y are [B, ...]");
+    free_model(m);
+    cr_assert_eq(tt_run_tool(TT_ARGS("export", "tsa", "--fixed-batch", "--onnx", tt_path("f.onnx")),
+                             err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "tsa: fixed shapes (batch 2): --fixed-batch"), "%s", err);
+    m = read_model(tt_path("f.onnx"));
+    cr_assert(m->in_dims[0][0] == 2 && m->out_dims[0][0] == 2, "x and y are [2, ...]");
+    free_model(m);
+    cr_assert_eq(tt_run_tool(TT_ARGS("export", "full_attention", "--onnx", tt_path("g.onnx")),
+                             err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "full_attention: fixed shapes (batch 8)") &&
+              strstr(err, "depends on the batch size"), "%s", err);
 }
 
 /* ---- programs of the verification: python3-onnx and onnxruntime ---- */
