@@ -350,6 +350,22 @@ static int64_t batch_multiple(int64_t v, int64_t w, int64_t b1, int64_t b2)
     return v / b1;
 }
 
+/* A graph constant [b1, ...] (in m2 [b2, ...]) whose batch slices are all the same:
+ * the model keeps one slice and expands it to the batch at run time. */
+static bool batch_constant(const ox_init *a, const ox_init *b, int64_t b1, int64_t b2)
+{
+    const tg_tensor *ta = a->t, *tb = b->t;
+    if (!ta || !tb || ta->rank < 1 || ta->shape[0] != b1 || tb->shape[0] != b2 ||
+        memcmp(ta->shape + 1, tb->shape + 1, (size_t)(ta->rank - 1) * sizeof *ta->shape))
+        return false;
+    size_t slice = (size_t)(ta->numel / b1) * tg_dtype_size(ta->dtype);
+    for (int64_t k = 1; k < b1; k++)
+        if (memcmp((const char *)ta->data + k * slice, ta->data, slice)) return false;
+    for (int64_t k = 0; k < b2; k++)
+        if (memcmp((const char *)tb->data + k * slice, ta->data, slice)) return false;
+    return true;
+}
+
 /* Does m2 differ from m only where the batch size does? Into why when not. */
 static bool batch_compatible(const tg_onnx *m, const tg_onnx *m2, int64_t b1, int64_t b2,
                              char *why, size_t n)
@@ -367,7 +383,8 @@ static bool batch_compatible(const tg_onnx *m, const tg_onnx *m2, int64_t b1, in
         const ox_init *a = &m->inits[i], *b = &m2->inits[i];
         const tg_tensor *ta = a->t ? a->t : &a->own, *tb = b->t ? b->t : &b->own;
         bool same = !strcmp(a->name, b->name) && ta->dtype == tb->dtype && ta->rank == tb->rank &&
-                    !memcmp(ta->shape, tb->shape, (size_t)ta->rank * sizeof *ta->shape);
+                    (!memcmp(ta->shape, tb->shape, (size_t)ta->rank * sizeof *ta->shape) ||
+                     batch_constant(a, b, b1, b2));
         bool shape_const = !a->t && ta->dtype == TG_I64 && ta->rank == 1;
         if (same && !a->t && ta->dtype != TG_I64)
             same = !memcmp(ta->data, tb->data, (size_t)ta->numel * tg_dtype_size(ta->dtype));
@@ -403,6 +420,16 @@ static void nodes_to_front(tg_onnx *m, int first)
     memcpy(m->nodes, tmp, (size_t)k * sizeof *tmp);
 }
 
+/* The name of c0 + B * kv (n int64s): a shape computed from the batch B (bvec, [1]). */
+static const char *dyn_shape(tg_onnx *m, const char *bvec, int n, const int64_t *c0,
+                             const int64_t *kv, const char *out)
+{
+    const char *mul = tg__onnx_tmp(m, NULL, "batch_mul");
+    TG__ONNX_NODE(m, "Mul", mul, bvec, tg__onnx_const_i64(m, n, kv));
+    TG__ONNX_NODE(m, "Add", out, tg__onnx_const_i64(m, n, c0), mul);
+    return out;
+}
+
 /* Shape constant i as c0 + B * kvec, computed in the graph; its readers read that. */
 static void batch_shape(tg_onnx *m, const tg_onnx *m2, int i, const char *bvec, int64_t b1,
                         int64_t b2)
@@ -419,13 +446,33 @@ static void batch_shape(tg_onnx *m, const tg_onnx *m2, int i, const char *bvec, 
     if (!kv || !any) return;
     char name[600];
     snprintf(name, sizeof name, "%.500s:batch", in->name);
-    const char *old = in->name, *mul = tg__onnx_tmp(m, NULL, "batch_mul");
-    const char *out = keep_str(m, name);
+    const char *old = in->name, *out = keep_str(m, name);
+    int first = m->n_nodes;
+    const char *mul = tg__onnx_tmp(m, NULL, "batch_mul");
     TG__ONNX_NODE(m, "Mul", mul, bvec, tg__onnx_const_i64(m, (int)n, kv));
     TG__ONNX_NODE(m, "Add", out, old, mul);
-    for (int k = 0; k < m->n_nodes - 2; k++)
+    for (int k = 0; k < first; k++)
         for (int j = 0; j < m->nodes[k].n_in; j++)
             if (!strcmp(m->nodes[k].in[j], old)) m->nodes[k].in[j] = out;
+}
+
+/* Graph constant i [b1, ...], its batch slices equal: one slice [1, ...] as the
+ * initializer, expanded to [B, ...] under the constant's name. */
+static void batch_expand(tg_onnx *m, int i, const char *bvec, int64_t b1)
+{
+    const tg_tensor *t = m->inits[i].t;
+    const char *name = m->inits[i].name, *slice;
+    size_t bytes = (size_t)(t->numel / b1) * tg_dtype_size(t->dtype);
+    void *d = own_const(m, t->dtype, t->rank, t->numel / b1, &slice);
+    if (!d) return;
+    memcpy(d, t->data, bytes);
+    ox_init *own = &m->inits[m->n_inits - 1];
+    int64_t c0[TG_MAX_RANK], kv[TG_MAX_RANK] = {1};
+    for (int k = 0; k < t->rank; k++) own->own.shape[k] = k ? t->shape[k] : 1;
+    for (int k = 0; k < t->rank; k++) c0[k] = k ? t->shape[k] : 0;
+    m->inits[i].name = keep_str(m, "");   /* dropped when written: see write_graph */
+    const char *shape = dyn_shape(m, bvec, t->rank, c0, kv, tg__onnx_tmp(m, NULL, "batch_shape"));
+    TG__ONNX_NODE(m, "Expand", name, slice, shape);
 }
 
 tg_status tg__onnx_batch(tg_onnx *m, const tg_onnx *m2, const char *input, int dim, int64_t b1,
@@ -441,9 +488,13 @@ tg_status tg__onnx_batch(tg_onnx *m, const tg_onnx *m2, const char *input, int d
     TG__ONNX_NODE(m, "Shape", shape, input);
     TG__ONNX_NODE(m, "Gather", bvec, shape, tg__onnx_const_i64(m, 1, (const int64_t[]){dim}));
     tg__onnx_attr_int(m, "axis", 0);
-    for (int i = 0; i < n_inits; i++)
-        if (!m->inits[i].t && m->inits[i].own.dtype == TG_I64 && m->inits[i].own.rank == 1)
-            batch_shape(m, m2, i, bvec, b1, b2);
+    for (int i = 0; i < n_inits; i++) {
+        const ox_init *a = &m->inits[i];
+        if (!a->t && a->own.dtype == TG_I64 && a->own.rank == 1) batch_shape(m, m2, i, bvec, b1, b2);
+        else if (a->t && a->t->rank && a->t->shape[0] != (m2->inits[i].t ? m2->inits[i].t->shape[0]
+                                                                          : a->t->shape[0]))
+            batch_expand(m, i, bvec, b1);
+    }
     nodes_to_front(m, first);
     for (int i = 0; i < m->n_io; i++)
         for (int d = 0; d < m->io[i].rank; d++)
@@ -615,8 +666,9 @@ static void write_graph(pb_buf *b, const tg_onnx *m)
     pb_buf g = {0};
     for (int i = 0; i < m->n_nodes; i++) write_node(&g, &m->nodes[i], i);
     pb_str(&g, 2, m->graph_name);
-    for (int i = 0; i < m->n_inits; i++)
-        write_tensor(&g, 5, m->inits[i].name, m->inits[i].t ? m->inits[i].t : &m->inits[i].own);
+    for (int i = 0; i < m->n_inits; i++)   /* "": replaced by a node (batch_expand) */
+        if (*m->inits[i].name)
+            write_tensor(&g, 5, m->inits[i].name, m->inits[i].t ? m->inits[i].t : &m->inits[i].own);
     for (int i = 0; i < m->n_io; i++)
         if (!m->io[i].output) write_io(&g, &m->io[i]);
     for (int i = 0; i < m->n_io; i++)

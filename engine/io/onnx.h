@@ -100,7 +100,8 @@ void tg__onnx_reshape_as(tg_onnx *m, const tg_node *n, const char *in, const cha
  * (m's at b1). Where they differ only by the batch size (shape constants
  * k * b1 against k * b2, inputs' and outputs' dims b1 against b2), m's shape
  * constants are computed from the batch size read off dim `dim` of graph
- * input `input` (Shape, Gather), and those dims become the symbolic "B".
+ * input `input` (Shape, Gather), graph constants [b1, ...] of equal slices
+ * become one slice expanded to [B, ...], and those dims become "B".
  * TG_OK; else TG_ERR_INVALID with the reason in why, m unchanged (or m's
  * sticky error). */
 tg_status tg__onnx_batch(tg_onnx *m, const tg_onnx *m2, const char *input, int dim, int64_t b1,

@@ -35,9 +35,11 @@ tg_status tg_graph_onnx_save(const tg_graph *g, int n_out, tg_node *const *outpu
  * another batch size (the same ops in the same order; outputs2 its outputs).
  * The first input dim that differs between the graphs is the batch; every
  * shape the model computes with is then k * B, read off that input at run
- * time (Shape, Gather), and the inputs' and outputs' batch dims are "B".
- * Where the graphs differ otherwise (a constant or an attribute that depends
- * on the batch size, a dim that is another multiple of it) it is
+ * time (Shape, Gather), and the inputs' and outputs' batch dims are "B"; a
+ * constant [batch, ...] whose batch slices are all equal is kept as one
+ * slice and expanded to [B, ...]. Where the graphs differ otherwise (a
+ * constant or an attribute that depends on the batch size otherwise, an
+ * input or output dim that is another multiple of it) it is
  * TG_ERR_INVALID, "no dynamic batch: " and the reason, and nothing is
  * written: tg_graph_onnx_save then writes fixed shapes. */
 tg_status tg_graph_onnx_save_batch(const tg_graph *g, const tg_graph *g2, int n_out,
