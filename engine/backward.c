@@ -104,9 +104,14 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
         if (n->kind == TG_NODE_INPUT && n->requires_grad)
             memset(n->grad.data, 0, (size_t)n->grad.numel * tg_dtype_size(n->grad.dtype));
     }
+    /* A node whose every consumer has no backward (detach) or no gradient of its
+     * own gets none: its first_writer stays -1 and its backward is skipped (the
+     * consumers come first in this reverse walk, so that is known at n). */
+    const tg_node *oroot = tg__root_of(out);
     for (int i = out->id; i >= 0; i--) {
         tg_node *n = g->nodes[i];
         if (!g->reach[i] || !n->requires_grad || n->kind != TG_NODE_OP || tg__is_view(n)) continue;
+        if (n != oroot && g->first_writer[n->id] == -1) continue;
         for (int k = 0; k < n->n_in; k++) {
             const tg_node *r = tg__root_of(n->in[k]);
             if (r->requires_grad && r->kind == TG_NODE_OP && g->first_writer[r->id] == -1)
@@ -116,7 +121,6 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
     /* seed: grad(out) = 0 + dy (or 1) for an op's gradient (whose buffer holds
      * stale data); a leaf's, zeroed above, gets += (the same bits). Same-dtype
      * dy in a plain loop (a float sum rounded through double is the float sum). */
-    const tg_node *oroot = tg__root_of(out);
     const bool set = oroot->kind == TG_NODE_OP;
     if (dy && dy->dtype == out->grad.dtype && dy->dtype == TG_F32) {
         float *gd = out->grad.data;
@@ -133,6 +137,9 @@ tg_status tg_graph_backward(tg_graph *g, tg_node *out, const tg_tensor *dy)
     for (int i = out->id; i >= 0; i--) {
         tg_node *n = g->nodes[i];
         if (!g->reach[i] || !n->requires_grad || n->kind != TG_NODE_OP || tg__is_view(n)) continue;
+        /* no consumer writes n's gradient (see above): it is zero, and its buffer
+         * holds stale data, so n adds nothing */
+        if (n != oroot && g->first_writer[n->id] == -1) continue;
         for (int k = 0; k < n->n_in; k++) {
             tg_node *r = tg__root_of(n->in[k]);
             if (r->requires_grad && r->kind == TG_NODE_OP && g->first_writer[r->id] == i &&

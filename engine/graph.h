@@ -95,7 +95,10 @@ tg_node *tg_full(tg_graph *g, int rank, const int64_t *shape, double value);
 /* The leaf of a parameter from a store (params.h): its value and grad are the
  * store's, so backward accumulates into tg_param.grad. Asking twice for the
  * same parameter returns the same node. The store's dtype must be the graph's.
- * From here until tg_graph_free the graph holds p's store: tg_params_free
+ * A buffer (params.h) gives a leaf without gradient, of its own dtype (an
+ * int64 buffer in any graph); ops read it as a constant, and the node's value
+ * is the store's memory, so an op that updates it (batch_norm in training)
+ * updates the store. From here until tg_graph_free the graph holds p's store: tg_params_free
  * before tg_graph_free is safe, the store goes with the last graph using it
  * (params.h). */
 tg_node *tg_param_node(tg_graph *g, tg_param *p);
@@ -181,6 +184,28 @@ tg_status tg_graph_plan(tg_graph *g);
 /* Bytes of tensor memory the plan holds (op results, grads, saved values,
  * scratch; leaves and parameters excluded). 0 before planning. */
 size_t tg_graph_planned_bytes(const tg_graph *g);
+
+/* What the plan holds over time: the bytes of the block's buffers live at
+ * time t, where time runs as in the planner: node i's forward at t = i, its
+ * backward at t = 2N - i (N = tg_graph_node_count), t = N between the two
+ * passes and t = 2N + 1 after the backward (what outlives it: outputs, kept
+ * values, saved buffers, input gradients). Scratch is apart (one buffer, at
+ * every time). So node i's forward runs with tg_graph_plan_live_bytes(g, i)
+ * bytes of values, gradients and saved buffers in use, its backward with
+ * (g, 2N - i). The largest over t is at most the block's size
+ * (tg_graph_planned_bytes less scratch): greedy placement may leave gaps.
+ * 0, with an error recorded, before planning or for t outside [0, 2N + 1]. */
+size_t tg_graph_plan_live_bytes(const tg_graph *g, int64_t t);
+
+/* Bytes tgraph's allocator holds now, process-wide (every tensor, graph,
+ * plan, parameter store and optimizer state of the library; not the GEMM's
+ * per-thread packing buffers, about 4.3 MB a thread whatever the model), as
+ * the C library counts them (its usable size of each block; 0 where it
+ * cannot tell: glibc only), and the most it has held since start or the last
+ * tg_alloc_reset_peak (which sets the peak to what is held now). */
+size_t tg_alloc_live_bytes(void);
+size_t tg_alloc_peak_bytes(void);
+void   tg_alloc_reset_peak(void);
 
 /* A cap on the bytes one plan may hold (what tg_graph_planned_bytes would
  * say): tg_graph_plan, and so the first forward, of a graph above it fails

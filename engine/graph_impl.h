@@ -43,6 +43,8 @@ struct tg_graph {
     size_t     block_bytes;
     void      *scratch;
     size_t     scratch_bytes;
+    size_t    *live;           /* per time 0 .. 2N + 1: the block's bytes live then */
+    int64_t    n_live;
     uint8_t   *reach;          /* per node, for backward */
     int       *first_writer;   /* per node: the first backward to write its grad */
     /* recomputed values (TG_OP_RECOMPUTE), per node: the buffer the backward

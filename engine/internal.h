@@ -35,6 +35,11 @@ void  tg__free(void *p);
 /* 64-byte aligned block for tensor data; free with tg__free_aligned. */
 void *tg__malloc_aligned(size_t n);
 void  tg__free_aligned(void *p);
+/* The same for workspace a thread keeps for its life whatever the model (the
+ * GEMM packing buffers): not in tg_alloc_live_bytes / tg_alloc_peak_bytes;
+ * free with tg__free_workspace. */
+void *tg__malloc_workspace(size_t n);
+void  tg__free_workspace(void *p);
 char *tg__strdup(const char *s);
 
 /* Test hooks: number of successful allocations so far, and make allocation

@@ -260,9 +260,10 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
 {
     if (!tg_builder_check(g, "param", 0, NULL)) return NULL;
     if (!p) return tg_graph_fail(g, "param: parameter is NULL");
-    if (tg_tensor_check(&p->value, "param") || tg_tensor_check(&p->grad, "param"))
+    if (tg_tensor_check(&p->value, "param") || (!p->buffer && tg_tensor_check(&p->grad, "param")))
         return tg_graph_fail(g, "param '%s': %s", p->name, tg_last_error());
-    if (p->value.dtype != g->dtype)
+    /* an int64 buffer (num_batches_tracked) is no float tensor of the graph's dtype */
+    if (p->value.dtype != g->dtype && !(p->buffer && p->value.dtype == TG_I64))
         return tg_graph_fail(g, "param '%s': dtype %s differs from the graph's %s", p->name,
                              tg_dtype_name(p->value.dtype), tg_dtype_name(g->dtype));
     if (g->param_cap) {
@@ -278,7 +279,7 @@ tg_node *tg_param_node(tg_graph *g, tg_param *p)
     n->name = p->name;
     n->param = p;
     n->value.data = p->value.data;
-    n->requires_grad = !p->frozen;
+    n->requires_grad = !p->frozen && !p->buffer;
     if (n->requires_grad) n->grad.data = p->grad.data;
     *param_slot(g, p) = n;
     g->n_params++;

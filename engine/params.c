@@ -18,8 +18,10 @@ struct tg_params {
     bool       shapes_only; /* tg_params_new_shapes: parameters without data */
     int        count, cap;
     tg_param **items;       /* creation order */
-    int       *table;       /* open addressing: index+1 into items, 0 = empty */
-    int        table_cap;   /* power of two, > 2*count */
+    int        n_buffers, buffer_cap;
+    tg_param **buffers;     /* tg_params_add_buffer, creation order */
+    int       *table;       /* open addressing: i+1 into items, -(i+1) into buffers, 0 = empty */
+    int        table_cap;   /* power of two, > 2*(count + n_buffers) */
     int        n_alias;     /* tied names (tg_params_alias), a short list */
     char     **alias_name;
     tg_param **alias_target;
@@ -70,7 +72,7 @@ int64_t tg_params_bytes(const tg_params *ps)
         return 0;
     }
     int64_t n = 0;
-    for (int i = 0; i < ps->count; i++) {
+    for (int i = 0; i < ps->count; i++) {   /* parameters only: buffers are not counted */
         int64_t b = ps->items[i]->value.numel * (int64_t)tg_dtype_size(ps->dtype);
         n = b > INT64_MAX - n ? INT64_MAX : n + b;
     }
@@ -90,6 +92,8 @@ static void param_free(tg_param *p)
 static void params_destroy(tg_params *ps)
 {
     for (int i = 0; i < ps->count; i++) param_free(ps->items[i]);
+    for (int i = 0; i < ps->n_buffers; i++) param_free(ps->buffers[i]);
+    tg__free(ps->buffers);
     for (int i = 0; i < ps->n_alias; i++) tg__free(ps->alias_name[i]);
     tg__free(ps->alias_name);
     tg__free(ps->alias_target);
@@ -129,12 +133,18 @@ tg_dtype tg_params_dtype(const tg_params *ps)
     return ps->dtype;
 }
 
+/* The entry a table value stands for: i+1 a parameter, -(i+1) a buffer. */
+static tg_param *table_entry(const tg_params *ps, int at)
+{
+    return at > 0 ? ps->items[at - 1] : ps->buffers[-at - 1];
+}
+
 static int table_slot(const tg_params *ps, const char *name)
 {
     uint64_t mask = (uint64_t)ps->table_cap - 1;
     for (uint64_t h = hash_str(name) & mask;; h = (h + 1) & mask) {
         int at = ps->table[h];
-        if (!at || strcmp(ps->items[at - 1]->name, name) == 0) return (int)h;
+        if (!at || strcmp(table_entry(ps, at)->name, name) == 0) return (int)h;
     }
 }
 
@@ -147,7 +157,7 @@ static int table_grow(tg_params *ps)
     ps->table = t;
     ps->table_cap = cap;
     for (int i = 0; i < old_cap; i++)
-        if (old[i]) ps->table[table_slot(ps, ps->items[old[i] - 1]->name)] = old[i];
+        if (old[i]) ps->table[table_slot(ps, table_entry(ps, old[i])->name)] = old[i];
     tg__free(old);
     return 1;
 }
@@ -157,7 +167,7 @@ tg_param *tg_params_find(const tg_params *ps, const char *name)
     TG__NONNULL(ps, NULL);
     TG__NONNULL(name, NULL);
     int at = ps->table_cap ? ps->table[table_slot(ps, name)] : 0;
-    if (at) return ps->items[at - 1];
+    if (at) return table_entry(ps, at);
     for (int i = 0; i < ps->n_alias; i++)
         if (!strcmp(ps->alias_name[i], name)) return ps->alias_target[i];
     return NULL;
@@ -220,60 +230,107 @@ static tg_status tensor_alloc(tg_tensor *t, tg_dtype dt, int rank, const int64_t
     return TG_OK;
 }
 
-tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape)
+/* The checks tg_params_add and tg_params_add_buffer share: a usable name
+ * that no entry has yet, and a valid shape (its element count out). */
+static bool entry_check(tg_params *ps, const char *fn, const char *name, int rank,
+                        const int64_t *shape, int64_t *numel)
 {
-    int64_t numel;
     if (!ps) {
-        tg_set_error(TG_ERR_INVALID, "tg_params_add: ps is NULL");
-        return NULL;
+        tg_set_error(TG_ERR_INVALID, "%s: ps is NULL", fn);
+        return false;
     }
     if (!shape && rank > 0) {
-        tg_set_error(TG_ERR_INVALID, "tg_params_add: shape is NULL with rank %d", rank);
-        return NULL;
+        tg_set_error(TG_ERR_INVALID, "%s: shape is NULL with rank %d", fn, rank);
+        return false;
     }
     if (!name || !*name) {
         tg_set_error(TG_ERR_INVALID, "params: empty parameter name");
-        return NULL;
+        return false;
     }
     if (tg_params_find(ps, name)) {
         tg_set_error(TG_ERR_INVALID, "params: a parameter named '%s' already exists", name);
-        return NULL;
+        return false;
     }
-    tg_status bad = tg_shape_numel(rank, shape, &numel);
+    tg_status bad = tg_shape_numel(rank, shape, numel);
     if (bad) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", tg_last_error());
         tg_set_error(bad, "params: '%s': %s", name, msg);
-        return NULL;
+        return false;
     }
-    if (ps->count == ps->cap) {
-        int cap = ps->cap ? ps->cap * 2 : 32;
-        tg_param **items = tg__realloc(ps->items, (size_t)cap * sizeof *items);
-        if (!items) goto oom;
-        ps->items = items;
-        ps->cap = cap;
+    return true;
+}
+
+/* Room for one more entry in *list (parameters or buffers) and the table. */
+static bool entry_room(tg_params *ps, tg_param ***list, int n, int *cap)
+{
+    if (n == *cap) {
+        int ncap = *cap ? *cap * 2 : 32;
+        tg_param **items = tg__realloc(*list, (size_t)ncap * sizeof *items);
+        if (!items) return false;
+        *list = items;
+        *cap = ncap;
     }
-    if (2 * (ps->count + 1) > ps->table_cap && !table_grow(ps)) goto oom;
+    return 2 * (ps->count + ps->n_buffers + 1) <= ps->table_cap || table_grow(ps);
+}
+
+/* A new entry: value zero-filled of dtype dt; the gradient's data only when
+ * grad is set (else its shape with data NULL); optimizer slots unallocated. */
+static tg_param *entry_new(tg_params *ps, const char *name, tg_dtype dt, int rank,
+                           const int64_t *shape, int64_t numel, bool grad)
+{
     param_box *box = tg__calloc(1, sizeof *box);
-    if (!box) goto oom;
+    if (!box) return NULL;
     box->owner = ps;
     tg_param *p = &box->p;
     p->name = tg__strdup(name);
-    if (!p->name || tensor_alloc(&p->value, ps->dtype, rank, shape, numel, ps->shapes_only) ||
-        tensor_alloc(&p->grad, ps->dtype, rank, shape, numel, ps->shapes_only)) {
+    if (!p->name || tensor_alloc(&p->value, dt, rank, shape, numel, ps->shapes_only) ||
+        tensor_alloc(&p->grad, dt, rank, shape, numel, ps->shapes_only || !grad)) {
         param_free(p);
-        goto oom;
+        return NULL;
     }
     for (int s = 0; s < TG_PARAM_STATE; s++) {
         p->state[s] = p->value;
         p->state[s].data = NULL;
     }
+    return p;
+}
+
+tg_param *tg_params_add(tg_params *ps, const char *name, int rank, const int64_t *shape)
+{
+    int64_t numel;
+    if (!entry_check(ps, "tg_params_add", name, rank, shape, &numel)) return NULL;
+    tg_param *p = entry_room(ps, &ps->items, ps->count, &ps->cap)
+                      ? entry_new(ps, name, ps->dtype, rank, shape, numel, true) : NULL;
+    if (!p) {
+        tg_set_error(TG_ERR_NOMEM, "params: out of memory adding '%s'", name);
+        return NULL;
+    }
     ps->items[ps->count++] = p;
     ps->table[table_slot(ps, name)] = ps->count;
     return p;
-oom:
-    tg_set_error(TG_ERR_NOMEM, "params: out of memory adding '%s'", name);
-    return NULL;
+}
+
+tg_param *tg_params_add_buffer(tg_params *ps, const char *name, tg_dtype dt, int rank,
+                               const int64_t *shape)
+{
+    int64_t numel;
+    if (!entry_check(ps, "tg_params_add_buffer", name, rank, shape, &numel)) return NULL;
+    if (dt != ps->dtype && dt != TG_I64) {
+        tg_set_error(TG_ERR_DTYPE, "params: buffer '%s' has dtype %s; a buffer is the store's "
+                     "dtype (%s) or int64", name, tg_dtype_name(dt), tg_dtype_name(ps->dtype));
+        return NULL;
+    }
+    tg_param *p = entry_room(ps, &ps->buffers, ps->n_buffers, &ps->buffer_cap)
+                      ? entry_new(ps, name, dt, rank, shape, numel, false) : NULL;
+    if (!p) {
+        tg_set_error(TG_ERR_NOMEM, "params: out of memory adding '%s'", name);
+        return NULL;
+    }
+    p->frozen = p->buffer = true;
+    ps->buffers[ps->n_buffers++] = p;
+    ps->table[table_slot(ps, name)] = -ps->n_buffers;
+    return p;
 }
 
 tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const char *fmt, ...)
@@ -303,6 +360,18 @@ tg_param *tg_params_at(const tg_params *ps, int i)
 {
     TG__NONNULL(ps, NULL);
     return i >= 0 && i < ps->count ? ps->items[i] : NULL;
+}
+
+int tg_params_buffer_count(const tg_params *ps)
+{
+    TG__NONNULL(ps, 0);
+    return ps->n_buffers;
+}
+
+tg_param *tg_params_buffer_at(const tg_params *ps, int i)
+{
+    TG__NONNULL(ps, NULL);
+    return i >= 0 && i < ps->n_buffers ? ps->buffers[i] : NULL;
 }
 
 int64_t tg_params_numel(const tg_params *ps)

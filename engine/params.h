@@ -7,6 +7,16 @@
  * parameters under a name prefix ("time_attention.query_projection.weight"),
  * so weights move to and from PyTorch by name (see tensor_io.h).
  *
+ * Buffers (tg_params_add_buffer) are the rest of a state_dict: non-trained
+ * state such as BatchNorm's running_mean, running_var and num_batches_tracked
+ * (int64), stored by name beside the parameters. A buffer has no gradient
+ * and no optimizer state; optimizers, tg_params_zero_grad and gradcheck never
+ * see it (tg_params_count / tg_params_at / tg_params_numel / tg_params_bytes
+ * count parameters only, like PyTorch's model.parameters()). A graph reads it
+ * as a constant (tg_param_node); an op may update it in a training-mode
+ * forward (batch_norm). tg_params_find finds it, tg_params_save and
+ * tg_params_load and checkpoints save and restore it with the parameters.
+ *
  * Initialisers reproduce PyTorch's default distributions from a tg_rng owned
  * by the caller (not PyTorch's bit stream).
  */
@@ -28,6 +38,9 @@ struct tg_param {
     tg_tensor grad;                    /* same shape, zero at creation */
     tg_tensor state[TG_PARAM_STATE];   /* optimizer state; data NULL until used */
     bool      frozen;                  /* true: graphs treat it as a constant */
+    bool      buffer;                  /* a buffer (tg_params_add_buffer): no gradient
+                                        * (grad.data NULL), no optimizer state, always
+                                        * frozen; its dtype may be TG_I64 */
 };
 typedef struct tg_param tg_param;
 typedef struct tg_params tg_params;
@@ -51,7 +64,8 @@ void       tg_params_free(tg_params *ps);
  * and savers refuse its parameters (the tensor check: data is NULL). */
 tg_params *tg_params_new_shapes(tg_dtype dt);
 /* Bytes of the store's parameter values (numel x dtype size, summed; one copy:
- * the gradients take as many again); INT64_MAX when that overflows. */
+ * the gradients take as many again); INT64_MAX when that overflows. Buffers
+ * are not counted (a BatchNorm's are 2 C + 1 numbers). */
 int64_t    tg_params_bytes(const tg_params *ps);
 tg_dtype   tg_params_dtype(const tg_params *ps);
 
@@ -65,8 +79,22 @@ tg_param *tg_params_addf(tg_params *ps, int rank, const int64_t *shape, const ch
 #endif
     ;
 
-/* Look up by exact name (an alias finds its parameter); NULL when absent (no
- * error recorded; a NULL ps or name is an error: NULL and tg_last_error()). */
+/* Add a zero-filled buffer: state_dict state that is not trained (BatchNorm's
+ * running statistics). dt is the store's dtype or TG_I64 (a counter such as
+ * num_batches_tracked, rank 0 as PyTorch's). Names are unique across
+ * parameters, buffers and aliases. NULL (tg_last_error()) as tg_params_add,
+ * or when dt is another dtype. The store owns it; p->buffer and p->frozen
+ * are true, p->grad has the shape but no data. */
+tg_param *tg_params_add_buffer(tg_params *ps, const char *name, tg_dtype dt, int rank,
+                               const int64_t *shape);
+
+/* Buffers in creation order (tg_params_count / tg_params_at do not see them). */
+int       tg_params_buffer_count(const tg_params *ps);
+tg_param *tg_params_buffer_at(const tg_params *ps, int i);   /* NULL out of range */
+
+/* Look up by exact name (an alias finds its parameter, a buffer's name the
+ * buffer); NULL when absent (no error recorded; a NULL ps or name is an
+ * error: NULL and tg_last_error()). */
 tg_param *tg_params_find(const tg_params *ps, const char *name);
 
 /* Tied weights: `alias` becomes a second state_dict name of parameter p
@@ -82,10 +110,11 @@ int         tg_params_alias_count(const tg_params *ps);
 const char *tg_params_alias_name(const tg_params *ps, int i);     /* NULL out of range */
 tg_param   *tg_params_alias_target(const tg_params *ps, int i);   /* NULL out of range */
 
-/* Parameters in creation order. */
+/* Parameters in creation order (no buffers). */
 int       tg_params_count(const tg_params *ps);
 tg_param *tg_params_at(const tg_params *ps, int i);
-/* Total number of scalar parameters. */
+/* Total number of scalar parameters: sum(p.numel() for p in model.parameters()),
+ * buffers excluded. */
 int64_t   tg_params_numel(const tg_params *ps);
 
 /* Set every gradient to zero. */

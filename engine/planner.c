@@ -69,6 +69,9 @@ void tg__plan_release(tg_graph *g)
     tg__free(g->remat_fwd);
     tg__free(g->remat_done);
     tg__free(g->fresh);
+    tg__free(g->live);
+    g->live = NULL;
+    g->n_live = 0;
     g->block = g->scratch = NULL;
     g->reach = NULL;
     g->first_writer = NULL;
@@ -84,7 +87,8 @@ static void propagate_requires_grad(tg_graph *g)
     for (int i = 0; i < g->n_nodes; i++) {
         tg_node *n = g->nodes[i];
         if (n->kind == TG_NODE_INPUT && !g->grad_enabled) n->requires_grad = false;
-        if (n->kind == TG_NODE_PARAM) n->requires_grad = g->grad_enabled && !n->param->frozen;
+        if (n->kind == TG_NODE_PARAM)   /* a buffer never takes one, whatever its frozen flag */
+            n->requires_grad = g->grad_enabled && !n->param->frozen && !n->param->buffer;
         if (n->kind != TG_NODE_OP) continue;
         bool any = false;
         for (int k = 0; k < n->n_in; k++) any |= n->in[k]->requires_grad;
@@ -425,6 +429,37 @@ static int collect_slots(planner *pl)
     return ns;
 }
 
+/* g->live[t]: the bytes of the slots whose lifetime holds t, t in [0, END];
+ * false if out of memory. */
+static bool record_live(tg_graph *g, const slot *s, int ns, int64_t END)
+{
+    size_t *live = tg__calloc((size_t)END + 2, sizeof *live);
+    if (!live) return false;
+    for (int i = 0; i < ns; i++) {   /* differences, then their running sum (modulo 2^n) */
+        live[s[i].t0] += s[i].size;
+        live[(s[i].t1 < END ? s[i].t1 : END) + 1] -= s[i].size;
+    }
+    for (int64_t t = 1; t <= END; t++) live[t] += live[t - 1];
+    g->live = live;
+    g->n_live = END + 1;
+    return true;
+}
+
+size_t tg_graph_plan_live_bytes(const tg_graph *g, int64_t t)
+{
+    TG__NONNULL(g, 0);
+    if (!g->planned || !g->live) {
+        tg_set_error(TG_ERR_STATE, "plan live bytes: the graph is not planned yet (tg_graph_plan)");
+        return 0;
+    }
+    if (t < 0 || t >= g->n_live) {
+        tg_set_error(TG_ERR_INVALID, "plan live bytes: time %lld is outside [0, %lld] (2N + 1 "
+                     "for %d nodes)", (long long)t, (long long)g->n_live - 1, g->n_nodes);
+        return 0;
+    }
+    return g->live[t];
+}
+
 static atomic_size_t plan_limit;   /* tg_set_plan_limit; 0: none */
 
 void tg_set_plan_limit(size_t bytes) { atomic_store(&plan_limit, bytes); }
@@ -452,7 +487,7 @@ static tg_status assign_addresses(planner *pl, int ns)
                             (double)(bytes + scratch) / 1e9, limit, (double)limit / 1e9);
     g->block = tg__malloc_aligned(bytes ? bytes : ALIGN);
     g->scratch = tg__malloc_aligned(scratch ? scratch : ALIGN);
-    if (!g->block || !g->scratch) return TG_ERR_NOMEM;
+    if (!g->block || !g->scratch || !record_live(g, slots, ns, pl->END)) return TG_ERR_NOMEM;
     memset(g->block, 0, bytes);
     for (int i = 0; i < ns; i++) {
         *slots[i].target = (unsigned char *)g->block + slots[i].offset;

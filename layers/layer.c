@@ -20,6 +20,8 @@ static const tg_layer_class *const classes[] = {
     &tg_crossformer_class,
     &tg_linear_forecast_class,
     &tg_dlinear_class,
+    &tg_patchtst_class,
+    &tg_itransformer_class,
     &tg_gpt_class,
 };
 

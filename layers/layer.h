@@ -92,6 +92,11 @@ typedef struct tg_layer_class {
                       tg_rng *rng);
     /* Build the forward. */
     tg_status (*build)(const void *state, tg_graph *g, tg_node *const *in, tg_layer_outputs *out);
+    /* Bit i set: input i is differentiable, but its gradient is autograd's
+     * through a detached statistic (TSL's instance normalisation), not the
+     * derivative finite differences see. Run and the fixtures compare it;
+     * gradcheck leaves the input out (the parameters are checked). */
+    unsigned grad_detached_inputs;
 } tg_layer_class;
 
 int                    tg_layer_class_count(void);

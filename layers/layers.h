@@ -14,6 +14,9 @@
 #include "crossformer.h"
 #include "linear_forecast.h"
 #include "dlinear.h"
+#include "tsl_encoder.h"
+#include "itransformer.h"
+#include "patchtst.h"
 #include "gpt.h"
 
 #endif

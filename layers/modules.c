@@ -1,6 +1,6 @@
 /*
- * modules.c - nn.Linear, nn.LayerNorm and the MLP as parameter-holding
- * structs (see modules.h).
+ * modules.c - nn.Linear, nn.LayerNorm, nn.BatchNorm1d and the MLP as
+ * parameter-holding structs (see modules.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +95,53 @@ tg_node *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node 
     if (tg_scope_push(g, m->name)) return NULL;
     tg_node *y = tg_layer_norm(g, x, 1, &m->n, tg_param_node(g, m->weight),
                                m->bias ? tg_param_node(g, m->bias) : NULL, m->eps);
+    tg_scope_pop(g);
+    return y;
+}
+
+tg_status tg_batchnorm_mod_init(tg_batchnorm_mod *m, tg_params *ps, const char *prefix,
+                                const char *name, int64_t C)
+{
+    TG__NONNULL(m, TG_ERR_INVALID);
+    TG__NONNULL(ps, TG_ERR_INVALID);
+    TG__NONNULL(name, TG_ERR_INVALID);
+    char full[TG_NAME_MAX];
+    tg_status st;
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->C = C;
+    m->eps = TG_BATCH_NORM_EPS;
+    m->momentum = TG_BATCH_NORM_MOMENTUM;
+    if (C <= 0) return tg_set_error(TG_ERR_INVALID, "%s: BatchNorm1d(%lld) needs a positive "
+                                    "number of channels", name, (long long)C);
+    if ((st = tg_name_join(full, sizeof full, prefix, name))) return st;
+    const tg_dtype dt = tg_params_dtype(ps);
+    if (!(m->weight = tg_params_addf(ps, 1, &C, "%s.weight", full)) ||
+        !(m->bias = tg_params_addf(ps, 1, &C, "%s.bias", full)))
+        return TG_ERR_INVALID;
+    char key[TG_NAME_MAX + 32];
+    snprintf(key, sizeof key, "%s.running_mean", full);
+    if (!(m->running_mean = tg_params_add_buffer(ps, key, dt, 1, &C))) return TG_ERR_INVALID;
+    snprintf(key, sizeof key, "%s.running_var", full);
+    if (!(m->running_var = tg_params_add_buffer(ps, key, dt, 1, &C))) return TG_ERR_INVALID;
+    snprintf(key, sizeof key, "%s.num_batches_tracked", full);
+    if (!(m->num_batches_tracked = tg_params_add_buffer(ps, key, TG_I64, 0, NULL)))
+        return TG_ERR_INVALID;
+    tg_init_constant(&m->weight->value, 1.0);
+    tg_init_constant(&m->running_var->value, 1.0);
+    return TG_OK;
+}
+
+tg_node *tg_batchnorm_mod_build(tg_graph *g, const tg_batchnorm_mod *m, tg_node *x)
+{
+    TG__BUILDER_NONNULL(g, m);
+    TG__BUILDER_NONNULL(g, x);
+    if (tg_scope_push(g, m->name)) return NULL;
+    /* the leaves one by one: nodes in F.batch_norm's argument order, whatever the compiler's */
+    tg_node *rm = tg_param_node(g, m->running_mean), *rv = tg_param_node(g, m->running_var);
+    tg_node *w = tg_param_node(g, m->weight), *b = tg_param_node(g, m->bias);
+    tg_node *nbt = tg_param_node(g, m->num_batches_tracked);
+    tg_node *y = tg_batch_norm(g, x, rm, rv, w, b, nbt, m->momentum, m->eps);
     tg_scope_pop(g);
     return y;
 }

@@ -1,7 +1,7 @@
 /*
  * modules.h - the nn building blocks the layers are made of, as small structs
- * holding their parameters: nn.Linear, nn.LayerNorm, and the
- * Sequential(Linear, GELU, Linear) MLP of Crossformer.
+ * holding their parameters: nn.Linear, nn.LayerNorm, nn.BatchNorm1d (with its
+ * buffers), and the Sequential(Linear, GELU, Linear) MLP of Crossformer.
  *
  * init creates the parameters as "<prefix>.<name>.weight" etc. with PyTorch's
  * default initialisation (rng NULL: zeros / ones); build adds the forward to a
@@ -46,6 +46,29 @@ tg_status tg_layernorm_mod_init(tg_layernorm_mod *m, tg_params *ps, const char *
 tg_status tg_layernorm_mod_init_bias(tg_layernorm_mod *m, tg_params *ps, const char *prefix,
                                      const char *name, int64_t n, bool bias);
 tg_node  *tg_layernorm_mod_build(tg_graph *g, const tg_layernorm_mod *m, tg_node *x);
+
+/* nn.BatchNorm1d(C) (eps 1e-5, momentum 0.1, affine, track_running_stats):
+ * the parameters <prefix>.<name>.weight (ones) and .bias (zeros) [C], and the
+ * buffers (params.h) .running_mean (zeros), .running_var (ones) [C] and
+ * .num_batches_tracked (int64, rank 0, 0), in PyTorch's state_dict order. */
+typedef struct tg_batchnorm_mod {
+    char      name[64];
+    tg_param *weight, *bias;                  /* [C] parameters */
+    tg_param *running_mean, *running_var;     /* [C] buffers */
+    tg_param *num_batches_tracked;            /* [] int64 buffer */
+    int64_t   C;
+    double    eps, momentum;
+} tg_batchnorm_mod;
+
+/* Create the five entries (errors: C <= 0, a name taken, a name too long). */
+tg_status tg_batchnorm_mod_init(tg_batchnorm_mod *m, tg_params *ps, const char *prefix,
+                                const char *name, int64_t C);
+/* tg_batch_norm (ops/batchnorm.h) of x (N, C) or (N, C, L) over channel axis 1
+ * with m's entries, inside scope m->name: batch statistics and a running
+ * update in training mode (tg_graph_set_training), the running statistics
+ * in eval. For (N, L, C) data (PatchTST's Transpose(1, 2), BatchNorm1d,
+ * Transpose(1, 2)) transpose around it. */
+tg_node  *tg_batchnorm_mod_build(tg_graph *g, const tg_batchnorm_mod *m, tg_node *x);
 
 /* Crossformer's MLP: Sequential(Linear(d_in, d_hidden), GELU(), Linear(d_hidden, d_in)),
  * parameters "<name>.0.*" and "<name>.2.*". */

@@ -79,6 +79,7 @@
 #include "value.h"
 #include "registry.h"
 #include "dataset.h"
+#include "timefeatures.h"
 #include "checkpoint.h"
 #include "trainer.h"
 #include "text.h"

@@ -30,7 +30,7 @@
  * models: M = batch x tokens, N and K of 64..256) is cut by rows between the
  * threads, each part on the small path: no A packing, 1.2-1.6x the packed
  * path's GFLOPS at 7168 x 64 x 64 .. 10752 x 256 x 256 on 2 threads. Per-thread packing buffers are allocated once, lazily, with
- * tg__malloc_aligned; if that fails the call falls back to a path that needs
+ * tg__malloc_workspace; if that fails the call falls back to a path that needs
  * none (an MR x KC stack panel, or the plain C loops of gemm_ref).
  *
  * Numbers: beta == 0 never reads C; the K sum is blocked by KC only (chosen
@@ -175,9 +175,9 @@ static int bufs_key_ok;
 static void bufs_free(void *p)
 {
     gemm_bufs *b = p;
-    tg__free_aligned(b->a);
-    tg__free_aligned(b->b);
-    tg__free_aligned(b->k);
+    tg__free_workspace(b->a);
+    tg__free_workspace(b->b);
+    tg__free_workspace(b->k);
     b->a = b->b = b->k = NULL;
 }
 
@@ -190,7 +190,7 @@ static void *gemm_buf(int which)
     void **slot = which == 2 ? &t->k : which ? &t->b : &t->a;
     if (*slot) return *slot;
     pthread_once(&bufs_once, bufs_key_init);
-    *slot = tg__malloc_aligned(which == 2 ? GEMM_K_BYTES : which ? GEMM_B_BYTES : GEMM_A_BYTES);
+    *slot = tg__malloc_workspace(which == 2 ? GEMM_K_BYTES : which ? GEMM_B_BYTES : GEMM_A_BYTES);
     if (*slot && bufs_key_ok) pthread_setspecific(bufs_key, t);
     return *slot;
 }

@@ -18,6 +18,7 @@
 #include "einops.h"
 #include "linear.h"
 #include "layernorm.h"
+#include "batchnorm.h"
 #include "activation.h"
 #include "dropout.h"
 #include "mask.h"

@@ -1,5 +1,6 @@
 /*
- * shape.c - reshape (a view) and permute (a strided copy).
+ * shape.c - reshape (a view), permute (a strided copy) and detach (a copy
+ * that no gradient flows through).
  *
  * Reading order: for each op its builder, its forward and backward (reshape,
  * a view, has none), its descriptor; the registry rows last.
@@ -9,7 +10,7 @@
 #include "ops_internal.h"
 #include "shape.h"
 
-static const tg_op op_reshape, op_permute;   /* the descriptors, after each op's backward */
+static const tg_op op_reshape, op_permute, op_detach;   /* the descriptors, after each op's backward */
 
 /* ---- reshape: a view, so the engine does no work at all ---- */
 
@@ -186,6 +187,28 @@ static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
                                  .flops = tg__flops_none, .onnx = permute_onnx};
 
+/* ---- detach: the same values, cut off from the gradient ---- */
+
+tg_node *tg_detach(tg_graph *g, tg_node *x)
+{
+    if (!tg_builder_check(g, "detach", 1, &x)) return NULL;
+    return tg_node_new(g, &op_detach, 1, &x, x->value.dtype, x->value.rank, x->value.shape);
+}
+
+/* forward: y = x (a copy, so that the output has no gradient buffer to alias) */
+static tg_status detach_forward(tg_node *n)
+{
+    if (n->value.numel)
+        memcpy(n->value.data, n->in[0]->value.data,
+               (size_t)n->value.numel * tg_dtype_size(n->value.dtype));
+    return TG_OK;
+}
+
+/* backward: none. An op without one makes a node that requires no gradient
+ * (engine/node.c), so nothing flows from y back to x: torch's x.detach(). */
+static const tg_op op_detach = {.name = "detach", .forward = detach_forward,
+                                .flags = TG_OP_FWD_INPLACE, .flops = tg__flops_none};
+
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 
 #include "registry_internal.h"
@@ -230,6 +253,8 @@ TG_GLUE(b_reshape)
     return TG_GLUE_ONE(tg_reshape(g, in[0], n, shape));
 }
 
+TG_GLUE(b_detach) { (void)c, (void)n_in; return TG_GLUE_ONE(tg_detach(g, in[0])); }
+
 const tg_op_def tg__shape_ops[] = {
     {"permute", "torch.permute(input, dims)",
      {{"dims", TG_OP_INT_LIST, NULL, false, "the new order of the dims", NULL, 0}}, false,
@@ -247,5 +272,9 @@ const tg_op_def tg__shape_ops[] = {
      {TG_ANY("input")}, 1, false, 1, b_reshape, NULL, "reshape shape=[-1,5,8] --in x.npy --out y.npy",
      &op_reshape, NULL,
      "shape=[-1,2];[3,4]", "shape=[5,-1];[3,4]", NULL},
+    {"detach", "Tensor.detach(): the same values, no gradient flows back", {{0}}, false,
+     {TG_ANY("input")}, 1, false, 1, b_detach, NULL, "detach --in x.npy --out y.npy",
+     &op_detach, "its output is cut off from the gradient (torch's detach)",
+     NULL, "[3];[3]", NULL},
     {0}
 };

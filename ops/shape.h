@@ -1,5 +1,5 @@
 /*
- * shape.h - reshape (a view, no copy) and permute/transpose.
+ * shape.h - reshape (a view, no copy), permute/transpose, and detach.
  */
 #ifndef TG_SHAPE_H
 #define TG_SHAPE_H
@@ -20,6 +20,10 @@ tg_node *tg_permute(tg_graph *g, tg_node *x, const int *perm);
 
 /* Swap two dims (torch.transpose). */
 tg_node *tg_transpose(tg_graph *g, tg_node *x, int dim0, int dim1);
+/* x's values with no gradient flowing back (torch's x.detach()): a copy whose
+ * node requires no gradient, so the backward pass stops there (TSL's
+ * instance normalisation subtracts a detached mean). Any dtype. */
+tg_node *tg_detach(tg_graph *g, tg_node *x);
 
 #ifdef __cplusplus
 }

@@ -67,6 +67,49 @@ tg_config *tt_case_config(const char *dir, char *layer, size_t layer_len)
     return cfg;
 }
 
+/* The case's state_dict into ps, as `tgraph run --weights --buffers` loads
+ * it: weights.safetensors holds the parameters, buffers.safetensors (when
+ * the layer has buffers) every buffer, beside ones the layer recomputes (a
+ * position table). */
+static void load_state(tg_params *ps, const char *dir, const char *name)
+{
+    char path[512];
+    const bool split = tt_exists(dir, "buffers.safetensors") && tg_params_buffer_count(ps);
+    snprintf(path, sizeof path, "%s/%s/weights.safetensors", TT_FIXTURES, dir);
+    cr_assert_eq(tg_params_load(ps, path, split ? TG_LOAD_PARAMS_ONLY : 0), TG_OK, "%s: %s",
+                 name, tg_last_error());
+    if (!split) return;
+    snprintf(path, sizeof path, "%s/%s/buffers.safetensors", TT_FIXTURES, dir);
+    cr_assert_eq(tg_params_load(ps, path, TG_LOAD_BUFFERS_ONLY | TG_LOAD_ALLOW_EXTRA), TG_OK,
+                 "%s: %s", name, tg_last_error());
+}
+
+/* After a training-mode forward: every buffer of ps as buffers_after.safetensors
+ * has it (the running statistics PyTorch's step left; counters exactly). */
+static void assert_buffers_after(const tg_params *ps, const char *dir, const char *name)
+{
+    char path[512], what[512];
+    tg_st_file *f;
+    snprintf(path, sizeof path, "%s/%s/buffers_after.safetensors", TT_FIXTURES, dir);
+    cr_assert_eq(tg_st_load(path, &f), TG_OK, "%s", tg_last_error());
+    cr_assert_gt(tg_params_buffer_count(ps), 0, "%s: a training case without buffers", name);
+    for (int i = 0; i < tg_params_buffer_count(ps); i++) {
+        const tg_param *p = tg_params_buffer_at(ps, i);
+        const tg_tensor *want = tg_st_find(f, p->name);
+        cr_assert_not_null(want, "%s: buffers_after lacks %s", name, p->name);
+        snprintf(what, sizeof what, "%s: buffer %s after the forward", name, p->name);
+        if (p->value.dtype == TG_I64) {
+            cr_assert(want->dtype == TG_I64 && want->numel == p->value.numel, "%s", what);
+            for (int64_t k = 0; k < want->numel; k++)
+                cr_assert_eq(((const int64_t *)p->value.data)[k],
+                             ((const int64_t *)want->data)[k], "%s [%lld]", what, (long long)k);
+        } else {
+            tt_assert_close(&p->value, want, 1e-6, 1e-5, what);
+        }
+    }
+    tg_st_free(f);
+}
+
 /* plan 0: default; 1: shared values; 2: shared values and recompute */
 static void run_oracle_case(const char *name, double atol, double rtol, int plan)
 {
@@ -79,10 +122,12 @@ static void run_oracle_case(const char *name, double atol, double rtol, int plan
     tt_layer t = tt_case_layer(dir, &(tt_layer_opts){.no_graph = true});
     tg_params *ps = t.ps;
     tg_layer *l = t.l;
-    snprintf(path, sizeof path, "%s/%s/weights.safetensors", TT_FIXTURES, dir);
-    cr_assert_eq(tg_params_load(ps, path, 0), TG_OK, "%s: %s", name, tg_last_error());
+    load_state(ps, dir, name);
+    /* a case made with --train (BatchNorm) runs in training mode */
+    const bool training = tt_exists(dir, "buffers_after.safetensors");
 
     tg_graph *g = tg_graph_new(TG_F32);
+    tg_graph_set_training(g, training);
     tg_graph_set_share_values(g, plan > 0);
     tg_graph_set_recompute(g, plan == 2);
     tg_node *in[TG_MAX_LAYER_INPUTS];
@@ -119,6 +164,8 @@ static void run_oracle_case(const char *name, double atol, double rtol, int plan
         tt_assert_close(tg_node_value(out.attn), a, atol, rtol, what);
         tg_tensor_free(a);
     }
+
+    if (training) assert_buffers_after(ps, dir, name);
 
     tg_tensor *dy = tt_load(dir, "dy.npy");
     cr_assert_eq(tg_graph_backward(g, out.y, dy), TG_OK, "%s: %s", name, tg_last_error());
@@ -247,7 +294,9 @@ int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, u
             tg_tensor_set(t, k, spec->ids ? (double)tg_rng_below(&rng, (uint64_t)spec->ids)
                                 : spec->differentiable ? tg_rng_normal(&rng)
                                 : (tg_rng_uniform(&rng) < 0.3 ? -100 : 0));
-        if (spec->differentiable) tg_node_set_requires_grad(in[i], true);
+        /* a gradient through a detached statistic is not the derivative: left out */
+        bool detached = tg_layer_class_find(layer)->grad_detached_inputs >> i & 1u;
+        if (spec->differentiable && !detached) tg_node_set_requires_grad(in[i], true);
     }
     tg_layer_outputs out;
     cr_assert_eq(tg_layer_build(l, g, in, &out), TG_OK, "%s: %s", layer, tg_last_error());

@@ -55,7 +55,9 @@ void *tt_case_json(const char *dir, tg__json_doc *doc);
 void tt_run_oracle_case(const char *name, double atol, double rtol);
 
 /* Gradcheck a registry layer in float64 with the given --set items, PyTorch
- * init from seed plus 0.1*randn, random inputs (masks: 0/-100). */
+ * init from seed plus 0.1*randn, random inputs (masks: 0/-100). Inputs in
+ * the class's grad_detached_inputs are left out (their gradient is not the
+ * derivative): the parameters only. */
 int tt_layer_gradcheck(const char *layer, const char *const *sets, int n_sets, uint64_t seed,
                        int64_t max_per_tensor);
 

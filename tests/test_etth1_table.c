@@ -145,6 +145,19 @@ static void csv_field(const char *csv, const char *prefix, int col, char *buf, s
 
 static char out[1 << 16];
 
+/* The script called again: each line of done (NULL-terminated) in its
+ * output, nothing trained, and results.csv in runs still equal to csv. */
+static void assert_second_call_skips(const char *script, const char *const *env, const char *runs,
+                                     const char *csv, const char *const *done)
+{
+    cr_assert_eq(run_named(script, env, out, sizeof out), 0, "%s", out);
+    for (int i = 0; done[i]; i++) cr_assert_not_null(strstr(out, done[i]), "%s", out);
+    cr_assert_null(strstr(out, "tgraph train:"), "a finished run was trained again:\n%s", out);
+    char *again = slurp_in(runs, "results.csv");
+    cr_assert_str_eq(again, csv);
+    free(again);
+}
+
 Test(etth1_table, two_horizons_then_a_second_call_skips_them)
 {
     char runs_env[PATH_MAX], data_env[PATH_MAX];
@@ -175,14 +188,8 @@ Test(etth1_table, two_horizons_then_a_second_call_skips_them)
         snprintf(name, sizeof name, "h48-seed0/%s", files[i]);
         cr_assert(exists_in(runs, name), "%s is missing or empty", name);
     }
-    /* again: nothing trained, the same table */
-    cr_assert_eq(run_script(env, out, sizeof out), 0, "%s", out);
-    cr_assert_not_null(strstr(out, "horizon 24 seed 0: done"), "%s", out);
-    cr_assert_not_null(strstr(out, "horizon 48 seed 0: done"), "%s", out);
-    cr_assert_null(strstr(out, "tgraph train:"), "a finished run was trained again:\n%s", out);
-    char *csv2 = slurp_in(runs, "results.csv");
-    cr_assert_str_eq(csv2, csv);
-    free(csv2);
+    assert_second_call_skips("etth1.sh", env, runs, csv,
+                             TT_ARGS("horizon 24 seed 0: done", "horizon 48 seed 0: done"));
     free(md);
     free(csv);
 }
@@ -299,12 +306,7 @@ Test(tsl_table, dlinear_rows_beside_the_published_numbers_then_skipped)
         snprintf(name, sizeof name, "dlinear-ETTh1-h96/%s", files[i]);
         cr_assert(exists_in(runs, name), "%s is missing or empty", name);
     }
-    /* again: nothing trained, the same table */
-    cr_assert_eq(run_named("tsl.sh", env, out, sizeof out), 0, "%s", out);
-    cr_assert_not_null(strstr(out, "dlinear ETTh1 96: done"), "%s", out);
-    char *csv2 = slurp_in(runs, "results.csv");
-    cr_assert_str_eq(csv2, csv);
-    free(csv2);
+    assert_second_call_skips("tsl.sh", env, runs, csv, TT_ARGS("dlinear ETTh1 96: done"));
     free(md);
     free(csv);
 }

@@ -150,9 +150,19 @@ Test(schema, bad_tables_are_errors)
     tt_assert_last_error("bad range '1..2'");
     cr_assert_eq(tg_keys_resolve(str, 1, NULL, "t", "attribute", 0, v), TG_OK);
     cr_assert_str_eq(v[0].s, "mean");
-    char buf[64];
-    cr_assert_neq(tg_keys_fill_struct(str, 1, v, buf), TG_OK, "a string has no struct field");
+    tg_key_str buf;
+    memset(&buf, 'x', sizeof buf);
+    cr_assert_eq(tg_keys_fill_struct(str, 1, v, &buf), TG_OK, "%s", tg_last_error());
+    cr_assert_str_eq(buf.s, "mean");
     tg_value_free(&v[0]);
+    /* a text the struct cannot hold is an error naming the key */
+    tg_config *cfg = tg_config_new();
+    cr_assert_eq(tg_config_set(cfg, "s=abcdefghijklmnopqrstuvwxyz0123456789"), TG_OK);
+    cr_assert_eq(tg_keys_resolve(str, 1, cfg, "t", "key", 0, v), TG_OK);
+    cr_assert_neq(tg_keys_fill_struct(str, 1, v, &buf), TG_OK);
+    tt_assert_last_error("s: 'abcdefghijklmnopqrstuvwxyz0123456789' is longer than 31");
+    tg_value_free(&v[0]);
+    tg_config_free(cfg);
 }
 
 /* ---- every layer: tg_X_defaults() == the struct from its key table ---- */
@@ -168,7 +178,8 @@ static void same_as_table(const char *layer, const void *from_fn, size_t size)
     /* key by key, so a failure names the key */
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         size_t n = k->type == TG_KEY_INT_LIST ? sizeof(tg_int_list)
-                   : k->type == TG_KEY_BOOL   ? sizeof(bool) : 8;
+                   : k->type == TG_KEY_BOOL   ? sizeof(bool)
+                   : k->type == TG_KEY_STRING ? sizeof(tg_key_str) : 8;
         cr_assert(!memcmp(table + k->offset, (const unsigned char *)from_fn + k->offset, n),
                   "%s: tg_X_defaults() and the key table differ at %s (table: %s)", layer,
                   k->name, k->def);
@@ -231,6 +242,18 @@ Test(schema, layer_defaults_come_from_the_key_tables)
     }
     seen++;   /* linear_forecast: no tg_X_defaults(); its table is its only default */
     seen++;   /* dlinear: likewise (TSL run.py: seq_len 96, pred_len 96, moving_avg 25) */
+    {   /* make_case.py itransformer's defaults (a toy; TSL's run.py has d_model 512) */
+        tg_itransformer_config c = tg_itransformer_defaults();
+        cr_assert(!strcmp(c.activation.s, "gelu") && c.n_mark == 4 && c.d_ff == 16);
+        same_as_table("itransformer", &c, sizeof c);
+        seen++;
+    }
+    {   /* make_case.py patchtst's defaults (a toy; TSL: d_model 512, patch_len 16, stride 8) */
+        tg_patchtst_config c = tg_patchtst_defaults();
+        cr_assert(!strcmp(c.activation.s, "gelu") && c.patch_len == 4 && c.stride == 2);
+        same_as_table("patchtst", &c, sizeof c);
+        seen++;
+    }
     {   /* make_case.py gpt's defaults: a toy GPTConfig (nanoGPT's own is GPT-2's) */
         tg_gpt_config c = tg_gpt_defaults();
         cr_assert(c.bias && c.dropout == 0 && c.n_layer == 2 && c.vocab_size == 11);

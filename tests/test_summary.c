@@ -4,7 +4,9 @@
  * FLOPs of attention_layer and tsa within 1% of a count written out here),
  * the fused sdpa counting what its unfused chain counts, and `tgraph dot
  * --profile` (every op node annotated, a legend, a title with the three
- * largest shares, colours that order like the times).
+ * largest shares, colours that order like the times), and summary's memory
+ * per module (issue 35 section 2: worked out by hand on linear_forecast; the
+ * layer's peaks the plan's; the total within 10% of what bench measures).
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,10 @@
 #include "layer_case.h"
 
 #define OUT_MAX (1 << 16)
+/* The CSV header of `tgraph summary --csv` (",forward_ms,backward_ms" follow with --profile). */
+#define MEM_CSV_HEAD                                                                       \
+    "module,depth,output_shape,params,flops,bytes_kept,param_bytes,grad_bytes,adam_bytes," \
+    "peak_forward_bytes,peak_backward_bytes"
 
 /* The top row of `tgraph summary LAYER --csv ...` (the layer's totals):
  * "layer,0,\"[shape]\",params,flops,bytes". */
@@ -180,8 +186,9 @@ Test(summary, markdown_and_profile)
                                      "--depth", "1"),
                              out, sizeof out, err, sizeof err);
     cr_assert_eq(rc, 0, "%s", err);
-    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs (forward) | Kept | "
-                            "Forward ms | Backward ms |\n|---|---:|", 90), "%s", out);
+    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs fwd | Params B | Grads B | "
+                            "Adam B | Kept | Peak fwd | Peak bwd | Forward ms | Backward ms |\n"
+                            "|---|---:|", 130), "%s", out);
     cr_assert(strstr(out, "\n| **tsa** | [2, 3, 5, 8] | 2,112 | "), "%s", out);
     cr_assert(strstr(out, "\n| time_attention | [6, 5, 8] | 288 | "), "%s", out);
     cr_assert_null(strstr(out, "query_projection"), "depth 1:\n%s", out);
@@ -374,13 +381,15 @@ Test(summary, every_layer_profiles)
         int rc = tt_run_tool_out(TT_ARGS("summary", name, "--profile", "--steps", "1", "--csv"),
                                  out, sizeof out, err, sizeof err);
         cr_assert_eq(rc, 0, "summary %s: %s", name, err);
-        cr_assert(!strncmp(out, "module,depth,output_shape,params,flops,bytes_kept,forward_ms,"
-                                "backward_ms\n", 70), "%s: %s", name, out);
+        cr_assert(!strncmp(out, MEM_CSV_HEAD ",forward_ms,backward_ms\n",
+                           strlen(MEM_CSV_HEAD) + 24), "%s: %s", name, out);
         const char *q = strchr(strchr(strchr(out, '\n') + 1, '"') + 1, '"');
-        double params, flops, bytes, fwd, bwd;
-        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf", &params, &flops, &bytes, &fwd, &bwd), 5,
+        double params, flops, bytes, mem[5], fwd, bwd;
+        cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &params, &flops,
+                            &bytes, &mem[0], &mem[1], &mem[2], &mem[3], &mem[4], &fwd, &bwd), 10,
                      "%s: %s", name, out);
         cr_assert(flops > 0 && bytes > 0 && fwd > 0 && bwd > 0, "%s: %s", name, out);
+        cr_assert(mem[0] == 4 * params && mem[3] > 0 && mem[4] > 0, "%s: %s", name, out);
         rc = tt_run_tool_out(TT_ARGS("dot", name, "--profile", "--steps", "1", "--depth", "1",
                                      "-o", "-"),
                              out, sizeof out, err, sizeof err);
@@ -502,4 +511,255 @@ Test(summary, a_plan_over_the_memory_left_is_refused)
     cr_assert(strstr(err, "nodes need ") && strstr(err, "lower the sizes or --batch-size"), "%s",
               err);
     unsetenv("TGRAPH_MEM_LIMIT");
+}
+
+/* ---- issue 35, section 2: memory per module ---- */
+
+/* One CSV row of `tgraph summary --csv`, by module path. */
+typedef struct {
+    double params, flops, kept, param_b, grad_b, adam_b, peak_f, peak_b;
+    int    depth;
+} mem_row;
+
+
+/* The row of module `name` in CSV text `out`; fails the test if there is none. */
+static mem_row csv_row(const char *out, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof want, "\n%s,", name);
+    const char *at = strstr(out, want);
+    cr_assert_not_null(at, "no row %s in:\n%s", name, out);
+    mem_row r;
+    cr_assert_eq(sscanf(at + strlen(want), "%d,", &r.depth), 1, "%s", at);
+    const char *q = strchr(strchr(at + 1, '"') + 1, '"');
+    cr_assert_eq(sscanf(q, "\",%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &r.params, &r.flops, &r.kept,
+                        &r.param_b, &r.grad_b, &r.adam_b, &r.peak_f, &r.peak_b), 8, "%s", at);
+    return r;
+}
+
+static void run_ok(const char *const *args, char *out, size_t outlen)
+{
+    static char err[8192];
+    int rc = tt_run_tool_out(args, out, outlen, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s failed (%d): %s", args[0], rc, err);
+}
+
+/* The text, CSV and Markdown forms carry the memory columns and the total. */
+Test(summary, memory_columns_in_every_format)
+{
+    tt_deadline(60);
+    static char out[OUT_MAX];
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1"), out, sizeof out);
+    const char *hdr = strstr(out, "\nModule ");
+    cr_assert_not_null(hdr, "%s", out);
+    const char *cols[] = {"Params B", "Grads B", "Adam B", "Kept", "Peak fwd", "Peak bwd"};
+    const char *at = hdr;
+    for (int i = 0; i < 6; i++) {   /* in this order, in the header line */
+        const char *c = strstr(at, cols[i]);
+        cr_assert(c && c < strchr(hdr + 1, '\n'), "no %s in header:\n%s", cols[i], out);
+        at = c;
+    }
+    cr_assert(strstr(out, "\nTraining step's memory: ") && strstr(out, " + Adam state ") &&
+              strstr(out, "(2 moments a parameter, tgraph train's default optimizer)") &&
+              strstr(out, " + the plan "), "%s", out);
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1", "--markdown"), out, sizeof out);
+    cr_assert(!strncmp(out, "| Module | Output shape | Params | FLOPs fwd | Params B | Grads B | "
+                            "Adam B | Kept | Peak fwd | Peak bwd |\n|---|---:|", 104), "%s", out);
+    cr_assert(strstr(out, "\n- Training step's memory: "), "%s", out);
+    run_ok(TT_ARGS("summary", "tsa", "--depth", "1", "--csv"), out, sizeof out);
+    cr_assert(!strncmp(out, MEM_CSV_HEAD "\n", strlen(MEM_CSV_HEAD) + 1), "%s", out);
+    mem_row r = csv_row(out, "time_attention");
+    cr_assert(r.peak_f > 0 && r.peak_b > 0 && r.param_b == 4 * 288, "%s", out);
+}
+
+/* linear_forecast B=2 enc_in=3 seq_len=4 pred_len=5, worked out by hand.
+ * Nodes: 0 x [2,4,3] (input, no grad), 1 permute [2,3,4], 2 bias [5],
+ * 3 weight [5,4], 4 linear [2,3,5], 5 permute [2,5,3] (the output); N = 6,
+ * node i's forward at t = i, backward at 12 - i. Every buffer takes 128
+ * bytes (24 or 30 floats, 64-aligned):
+ *   value 1 [1, 8]  (linear's backward reads its input for dW)
+ *   value 4 [4, 5]  (read by the permute only)
+ *   value 5 [5, 13] (the output: to the end)
+ *   grad 5  [6, 7]  (from the backward's start to its own backward)
+ *   grad 4  [7, 8]  (written by node 5's backward, read by its own)
+ * Live bytes per t = 0..13: 0 128 128 128 256 384 384 512 384 128 ... 128.
+ * Root: forward peak 384 (t = 5), backward 512 (t = 7); Linear (node 4):
+ * 256 at t = 4, 384 at t = 8. Placement (largest first, then creation
+ * order: value 1, value 4, grad 4, value 5, grad 5) at 0, 128, 128, 256,
+ * 384: a 512-byte block, plus linear's 40 bytes of scratch (5 bias partial
+ * sums in double). Parameters 25 floats: 100 B, as many for gradients, 200 B
+ * of Adam; input 96 B; total 400 + 96 + 552 = 1048 B. */
+static const char *const lf_sets[] = {"B=2", "enc_in=3", "seq_len=4", "pred_len=5"};
+
+Test(summary, linear_forecast_memory_by_hand)
+{
+    tt_deadline(30);
+    static char out[OUT_MAX];
+    run_ok(TT_ARGS("summary", "linear_forecast", "--set", lf_sets[0], lf_sets[1], lf_sets[2],
+                   lf_sets[3], "--csv"),
+           out, sizeof out);
+    cr_assert(strstr(out, "\nlinear_forecast,0,\"[2, 5, 3]\",25,270,336,100,100,200,384,512\n"),
+              "%s", out);
+    cr_assert(strstr(out, "\nLinear,1,\"[2, 3, 5]\",25,270,120,100,100,200,256,384\n"), "%s", out);
+    run_ok(TT_ARGS("summary", "linear_forecast", "--set", lf_sets[0], lf_sets[1], lf_sets[2],
+                   lf_sets[3]),
+           out, sizeof out);
+    cr_assert(strstr(out, "\nTraining step's planned memory: 552 B (") &&
+              strstr(out, "at most 384 B of it live in the forward, 512 B in the backward"),
+              "%s", out);
+    cr_assert(strstr(out, "\nTraining step's memory: 1.02 KB = parameters 100 B + gradients 100 B "
+                          "+ Adam state 200 B (2 moments a parameter, tgraph train's default "
+                          "optimizer) + inputs 96 B + the plan 552 B ("), "%s", out);
+}
+
+/* The same graph in the library: tg_graph_plan_live_bytes at every time. */
+Test(summary, plan_live_bytes_by_hand)
+{
+    tt_layer_opts o = {.dtype = TG_F32, .training = true, .no_grad = true};
+    tt_layer t = tt_layer_new("linear_forecast", lf_sets, 4, &o);
+    tg_graph_set_share_values(t.g, true);
+    cr_assert_eq(tg_graph_node_count(t.g), 6);
+    tg_clear_error();
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, 0), 0);
+    cr_assert(strstr(tg_last_error(), "not planned yet"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan(t.g), TG_OK, "%s", tg_last_error());
+    static const size_t want[14] = {0, 128, 128, 128, 256, 384, 384, 512, 384,
+                                    128, 128, 128, 128, 128};
+    for (int64_t k = 0; k < 14; k++)
+        cr_assert_eq(tg_graph_plan_live_bytes(t.g, k), want[k], "t = %lld: %zu, want %zu",
+                     (long long)k, tg_graph_plan_live_bytes(t.g, k), want[k]);
+    cr_assert_eq(tg_graph_planned_bytes(t.g), 552);
+    tg_clear_error();
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, 14), 0);
+    cr_assert(strstr(tg_last_error(), "time 14 is outside [0, 13]"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan_live_bytes(t.g, -1), 0);
+    cr_assert(strstr(tg_last_error(), "time -1 is outside"), "%s", tg_last_error());
+    cr_assert_eq(tg_graph_plan_live_bytes(NULL, 0), 0);
+    cr_assert(strstr(tg_last_error(), "g is NULL"), "%s", tg_last_error());
+    /* the bytes held move with what the library allocates */
+    size_t before = tg_alloc_live_bytes();
+    tg_tensor *x = tg_tensor_new(TG_F32, 1, (int64_t[]){1 << 16});
+    cr_assert_not_null(x);
+#ifdef __GLIBC__
+    cr_assert_geq(tg_alloc_live_bytes(), before + (4 << 16));
+    cr_assert_geq(tg_alloc_peak_bytes(), tg_alloc_live_bytes());
+#endif
+    tg_tensor_free(x);
+    cr_assert_eq(tg_alloc_live_bytes(), before);
+    tg_alloc_reset_peak();
+    cr_assert_eq(tg_alloc_peak_bytes(), tg_alloc_live_bytes());
+    tt_layer_free(&t);
+}
+
+/* Per-module bytes: gradients as many as parameters, Adam twice (float32);
+ * the modules one level down and the layer's own parameters (`own` floats)
+ * hold every parameter, and their peaks are the
+ * plan's within the layer's; the layer's peaks are the plan's own, from the
+ * same graph built in the library. */
+static void check_module_sums(const char *layer, const char *const *sets, int n_sets,
+                              const char *const *mods, int n_mods, double own)
+{
+    static char out[OUT_MAX];
+    const char *args[32] = {"summary", layer, "--csv", "--depth", "1"};
+    int n = 5;
+    for (int i = 0; i < n_sets; i++) args[n++] = "--set", args[n++] = sets[i];
+    args[n] = NULL;
+    run_ok(args, out, sizeof out);
+    mem_row top = csv_row(out, layer), sum = {.param_b = 4 * own, .grad_b = 4 * own,
+                                              .adam_b = 8 * own};
+    for (int i = 0; i < n_mods; i++) {
+        mem_row r = csv_row(out, mods[i]);
+        cr_assert(r.depth == 1 && r.param_b == 4 * r.params && r.grad_b == r.param_b &&
+                  r.adam_b == 2 * r.param_b, "%s %s: %s", layer, mods[i], out);
+        cr_assert(r.peak_f <= top.peak_f && r.peak_b <= top.peak_b, "%s %s", layer, mods[i]);
+        sum.param_b += r.param_b, sum.grad_b += r.grad_b, sum.adam_b += r.adam_b;
+    }
+    cr_assert(top.param_b == 4 * top.params && top.param_b == sum.param_b &&
+              top.grad_b == sum.grad_b && top.adam_b == sum.adam_b,
+              "%s: the modules' bytes do not add up to the layer's:\n%s", layer, out);
+    /* the plan's peaks over every forward time and every backward time */
+    tt_layer_opts o = {.dtype = TG_F32, .training = true, .no_grad = true};
+    tt_layer t = tt_layer_new(layer, sets, n_sets, &o);
+    tg_graph_set_share_values(t.g, true);
+    cr_assert_eq(tg_graph_plan(t.g), TG_OK, "%s", tg_last_error());
+    int64_t N = tg_graph_node_count(t.g);
+    size_t fwd = 0, bwd = 0;
+    for (int64_t k = 0; k <= 2 * N + 1; k++) {
+        size_t b = tg_graph_plan_live_bytes(t.g, k);
+        if (k < N && b > fwd) fwd = b;
+        if (k >= N && b > bwd) bwd = b;
+    }
+    cr_assert_leq(fwd > bwd ? fwd : bwd, tg_graph_planned_bytes(t.g));
+    cr_assert(top.peak_f == (double)fwd && top.peak_b == (double)bwd,
+              "%s: summary's peaks %.0f / %.0f, the plan's %zu / %zu", layer, top.peak_f,
+              top.peak_b, fwd, bwd);
+    tt_layer_free(&t);
+}
+
+Test(summary, module_bytes_add_up_and_root_peaks_are_the_plans)
+{
+    tt_deadline(60);
+    static const char *const gpt_sets[] = {"n_embd=32", "n_head=4", "T=8", "B=3"};
+    check_module_sums("gpt", gpt_sets, 4, (const char *const[]){"transformer", "lm_head"}, 2, 0);
+    /* the layer's own: enc_pos_embedding [1, 4, 3, 16], dec_pos_embedding [1, 4, 2, 16] */
+    static const char *const cf_sets[] = {"d_model=16", "enc_in=4"};
+    check_module_sums("crossformer", cf_sets, 2,
+                      (const char *const[]){"enc_value_embedding", "pre_norm", "encoder",
+                                            "decoder"}, 4, 4 * 3 * 16 + 4 * 2 * 16);
+    static const char *const dl_sets[] = {"enc_in=3", "seq_len=48", "pred_len=24"};
+    check_module_sums("dlinear", dl_sets, 2,
+                      (const char *const[]){"decompsition", "Linear_Seasonal", "Linear_Trend"},
+                      3, 0);
+}
+
+/* "Training step's memory: 15.4 MB" in bytes. */
+static double summary_total(const char *out)
+{
+    const char *at = strstr(out, "\nTraining step's memory: ");
+    cr_assert_not_null(at, "%s", out);
+    double v;
+    char unit[8];
+    cr_assert_eq(sscanf(at, "\nTraining step's memory: %lf %7s", &v, unit), 2, "%s", at);
+    static const char *const units[] = {"B", "KB", "MB", "GB"};
+    for (int u = 0; u < 4; u++, v *= 1024)
+        if (!strcmp(unit, units[u])) return v;
+    cr_assert_fail("unit %s", unit);
+    return 0;
+}
+
+/* summary's total against what bench measures: the most tgraph's allocator
+ * held during its training steps (train_peak_alloc_mb), within 10%, for
+ * three models at a size where the plan is megabytes. What it leaves out is
+ * the graph's bookkeeping (nodes, attributes: about 1 KB a node). */
+Test(summary, total_is_the_peak_bench_measures)
+{
+    tt_deadline(300);
+    static const char *const cases[3][7] = {
+        {"crossformer", "d_model=64", "B=16", "seq_len=96", "pred_len=24", "enc_in=7", NULL},
+        {"gpt", "n_embd=64", "n_head=4", "B=8", "T=64", "block_size=64", "vocab_size=128"},
+        {"tsa", "d_model=64", "n_heads=4", "b=8", "ts_d=7", "seg_num=12", NULL}};
+    static char out[OUT_MAX];
+    for (int c = 0; c < 3; c++) {
+        const char *args[40] = {"summary", cases[c][0]};
+        int n = 2;
+        for (int i = 1; i < 7 && cases[c][i]; i++) args[n++] = "--set", args[n++] = cases[c][i];
+        args[n] = NULL;
+        run_ok(args, out, sizeof out);
+        double predicted = summary_total(out);
+        args[0] = "bench";
+        const char *more[] = {"--min-time", "0", "--warmup", "0", "--threads", "1", "-q"};
+        for (int i = 0; i < 7; i++) args[n++] = more[i];
+        args[n] = NULL;
+        run_ok(args, out, sizeof out);
+        const char *m = strstr(out, "\"train_peak_alloc_mb\":");
+        cr_assert_not_null(m, "%s", out);
+        double measured = strtod(m + 22, NULL) * 1024 * 1024;
+#ifndef __GLIBC__
+        cr_skip_test("the allocator's bytes are counted with glibc only");
+#endif
+        cr_assert(fabs(predicted - measured) <= 0.10 * measured,
+                  "%s: summary says %.0f bytes, bench measured %.0f", cases[c][0], predicted,
+                  measured);
+        cr_assert_gt(predicted, 5e6, "%s: %.0f bytes: too small to tell", cases[c][0], predicted);
+    }
 }

@@ -117,7 +117,8 @@ static void print_config(const tg_layer_class *cls, const void *cfg)
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         printf("%s\"%s\":", k == cls->keys ? "" : ",", k->name);
         const void *p = base + k->offset;
-        switch (k->type) {
+        switch ((int)k->type) {
+        case TG_KEY_STRING: printf("\"%s\"", ((const tg_key_str *)p)->s); break;
         case TG_KEY_INT: {
             int64_t v;
             memcpy(&v, p, sizeof v);
@@ -166,6 +167,7 @@ typedef struct {
     tg_op_time        prof_train[MAX_PROFILED_OPS], prof_infer[MAX_PROFILED_OPS];
     int               n_prof_train, n_prof_infer;
     double            plan_mb;      /* the training graph's planned memory */
+    double            peak_mb;      /* the most tgraph's allocator held in the training steps */
     tg_cli_progress   pr;           /* the progress lines (bo->pr, started) */
     const char       *layer;
 } layer_bench;
@@ -208,8 +210,12 @@ static int time_train(layer_bench *B)
     B->o = (tg_bench_opts){.warmup = B->bo->warmup, .min_time = B->bo->min_time, .min_runs = 5,
                            .clock = CLOCK_MONOTONIC};
     tg_graph_set_profile(c->g, B->bo->profile);
+    /* planned first: the steps' peak leaves out the planner's working arrays */
+    if (tg_graph_plan(c->g)) return tg_cli_fail("bench", "%s", tg_last_error());
+    tg_alloc_reset_peak();
     int st = tg_bench_time(train_step, &B->s, &B->o, &B->train);
     if (st) return tg_cli_fail("bench", "%s", st < 0 ? "out of memory" : tg_last_error());
+    B->peak_mb = (double)tg_alloc_peak_bytes() / (1024.0 * 1024.0);
     B->plan_mb = (double)tg_graph_planned_bytes(c->g) / (1024.0 * 1024.0);
     if (B->bo->profile) B->n_prof_train = tg_graph_profile(c->g, B->prof_train, MAX_PROFILED_OPS);
     tg_graph_free(c->g);
@@ -260,9 +266,10 @@ static void print_layer_result(const layer_bench *B, const char *layer)
     printf("{\"layer\":\"%s\",\"config\":", layer);
     print_config(tg_layer_class_find(layer), tg_layer_config(B->c.layer));
     printf(",\"train_step_ms\":%.4f,\"infer_ms\":%.4f,\"params\":%lld,\"peak_rss_mb\":%.1f,"
-           "\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
+           "\"train_peak_alloc_mb\":%.4f,\"train_plan_mb\":%.4f,\"threads\":%d,\"recompute\":%s}\n",
            B->train.median * 1e3, B->inf.median * 1e3, (long long)tg_params_numel(B->c.ps),
-           tg_bench_peak_rss_mb(), B->plan_mb, tg_threads_get(), bo->recompute ? "true" : "false");
+           tg_bench_peak_rss_mb(), B->peak_mb, B->plan_mb, tg_threads_get(),
+           bo->recompute ? "true" : "false");
 }
 
 static int bench_layer(const char *layer, tg_config *cfg, const bench_opts *bo)
@@ -418,6 +425,9 @@ const tg_cli_cmd tg_cmd_bench = {
         "1) have been timed and at least 5 times; the median is reported. Prints one line:\n"
         "  {\"layer\":...,\"config\":{every key},\"train_step_ms\":...,\"infer_ms\":...,\n"
         "   \"params\":<parameter scalars>,\"peak_rss_mb\":<the process's peak>,\n"
+        "   \"train_peak_alloc_mb\":<the most tgraph's allocator held during the training\n"
+        "   steps (planned before them): parameters, gradients, Adam state, the plan,\n"
+        "   inputs, graph; tgraph summary's \"Training step's memory\" predicts it>,\n"
         "   \"train_plan_mb\":<the training graph's planned tensor memory>,\"threads\":N,\n"
         "   \"recompute\":true|false}\n"
         "A layer without parameters (full_attention) differentiates its inputs instead.\n"

@@ -110,7 +110,8 @@ static int load_data(predict_run *P)
 {
     tg_tl_data *td = &P->td;
     if (tg_tl_data_load(CMD, P->data, td) ||
-        tg_tl_data_layout(CMD, td, P->target, P->features))
+        tg_tl_data_layout(CMD, td, P->target, P->features) ||
+        tg_tl_data_marks(CMD, td, tg_checkpoint_meta(&P->ck, "freq")))
         return 2;
     const char *want = tg_checkpoint_meta(&P->ck, "columns");
     if (want && strcmp(want, td->columns)) {
@@ -138,7 +139,7 @@ static int load_model(predict_run *P)
     char *src = malloc(n);
     if (!src) return tg_cli_fail(CMD, "out of memory");
     snprintf(src, n, "the config of checkpoint %s", P->ckpt);
-    int rc = tg_tl_model_build(CMD, m, P->model, P->cfg, src, d->cols, P->batch, NULL);
+    int rc = tg_tl_model_build(CMD, m, P->model, P->cfg, src, &P->td, P->batch, NULL);
     free(src);
     if (rc || (P->features == TG_TL_MS && tg_tl_model_target(CMD, m, P->td.target))) return 2;
     if (tg_checkpoint_restore_params(&P->ck, m->ps))
@@ -197,6 +198,13 @@ static int forecast(predict_run *P)
     for (int64_t k = 0; k < per; k++)   /* as tg_scaler_transform */
         xv[k] = (float)((rows[k] - sc->mean[k % C]) / sc->std[k % C]);
     for (int64_t b = 1; b < m->B; b++) memcpy(xv + b * per, xv, (size_t)per * sizeof *xv);
+    if (m->n_mark) {   /* x_mark: the time features of the same rows */
+        float *mv = ((tg_tensor *)tg_node_value(m->exm))->data;
+        const int64_t mper = m->seq_len * m->n_mark;
+        for (int64_t b = 0; b < m->B; b++)
+            memcpy(mv + b * mper, m->marks + (d->rows - m->seq_len) * m->n_mark,
+                   (size_t)mper * sizeof *mv);
+    }
     if (tg_graph_forward(m->ge)) return tg_cli_fail(CMD, "forecast: %s", tg_last_error());
     const float *p = tg_node_value(m->epred)->data;
     if (!(P->fc = malloc((size_t)(m->pred_len * C) * sizeof *P->fc)))

@@ -80,7 +80,9 @@ static const tg_opt opts[] = {
                        "own key and for every float input under input.NAME"},
     [O_GRADS] = {"--grads", "--grad", "FILE.safetensors", "the gradients (with --grad-output)"},
     [O_BUFFERS] = {"--buffers", NULL, "FILE.safetensors",
-                   "accepted and checked; buffers (pe, relative_position_index) are recomputed"},
+                   "the layer's buffers (BatchNorm running statistics) by name; with it "
+                   "--weights needs only the parameters; recomputed ones (pe, "
+                   "relative_position_index) are only checked"},
 };
 
 /* The command line; 2 (or the unknown argument's code) when it is wrong. */
@@ -143,8 +145,10 @@ static int check_args(run_req *R)
 }
 
 /* The layer built on its inputs, its weights loaded (or initialised like
- * PyTorch from --seed, said on stderr), the buffers file checked, and the
- * weights saved when asked. */
+ * PyTorch from --seed, said on stderr), its buffers from the buffers file
+ * (the file's other tensors, buffers tgraph recomputes, only parsed; without
+ * --buffers they must be in the weights file), and the weights saved when
+ * asked. */
 static int load_layer(run_req *R)
 {
     tg_rng rng;
@@ -152,8 +156,11 @@ static int load_layer(run_req *R)
     if (tg_cli_layer_build(&R->c, "run", R->layer, R->cfg, &R->files, TG_F32,
                            R->weights ? NULL : &rng, R->dy_path != NULL))
         return 2;
-    if (R->weights && tg_params_load(R->c.ps, R->weights, 0))
+    if (R->weights && tg_params_load(R->c.ps, R->weights, R->buffers ? TG_LOAD_PARAMS_ONLY : 0))
         return tg_cli_fail("run", "--weights %s", tg_last_error());
+    if (R->buffers &&
+        tg_params_load(R->c.ps, R->buffers, TG_LOAD_BUFFERS_ONLY | TG_LOAD_ALLOW_EXTRA))
+        return tg_cli_fail("run", "--buffers %s", tg_last_error());
     if (!R->weights && tg_params_count(R->c.ps) > 0)   /* one without parameters: nothing to say */
         fprintf(stderr, "tgraph run: no --weights: %d parameter tensor%s of %s initialised like "
                 "PyTorch from --seed %lld\n", tg_params_count(R->c.ps),
@@ -162,11 +169,6 @@ static int load_layer(run_req *R)
         tg_params_save(R->c.ps, R->save_weights, 1, (const char *[]){"format"},
                        (const char *[]){"pt"}))
         return tg_cli_fail("run", "--save-weights %s", tg_last_error());
-    if (R->buffers) {
-        tg_st_file *bf = NULL;
-        if (tg_st_load(R->buffers, &bf)) return tg_cli_fail("run", "--buffers %s", tg_last_error());
-        tg_st_free(bf);   /* buffers are recomputed; the file is only checked */
-    }
     return 0;
 }
 

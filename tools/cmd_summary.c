@@ -1,9 +1,13 @@
 /*
  * cmd_summary.c - `tgraph summary`: a layer's modules as a table, the way
  * torchinfo's summary() prints a PyTorch model: one row per module scope down
- * to a depth, with its output shape, parameter count, forward FLOPs and bytes
- * kept (with --profile also its forward and backward time per training
- * step), then the totals. FLOPs follow engine/cost.h (2 per multiply-add).
+ * to a depth, with its output shape, parameter count, forward FLOPs, its
+ * memory (bytes of its parameters, their gradients and Adam's two moments,
+ * the bytes its ops keep, and the most the plan holds while its ops run
+ * forward and backward: tg_graph_plan_live_bytes) and with --profile its
+ * forward and backward time per training step, then the totals: parameters,
+ * gradients, Adam's state and the plan add up to what `tgraph bench`
+ * measures (train_peak_alloc_mb). FLOPs follow engine/cost.h (2 per multiply-add).
  * Not a benchmark: --profile times a few steps, for proportions.
  */
 #include <stdio.h>
@@ -30,6 +34,8 @@ typedef struct {
     char    shape[96];      /* its output's */
     int64_t params;
     tg_cost cost;           /* times per step */
+    double  param_bytes;    /* its parameters' values; their gradients take as many, Adam twice */
+    double  peak_fwd, peak_bwd;   /* the plan's most live bytes while its ops run; < 0: no plan */
 } sum_row;
 
 typedef struct {
@@ -39,6 +45,8 @@ typedef struct {
     sum_row       *rows;
     int            n_rows, base;
     int64_t        params, trainable;
+    double         param_bytes;  /* every parameter's value (gradients as many, Adam twice) */
+    double         leaf_bytes;   /* the values of inputs and constants (outside the plan) */
     double         planned;      /* < 0: the plan is over the memory left (plan_error) */
     char           plan_error[320];
     int64_t        limit;        /* counts_only: the memory it would not fit in */
@@ -76,6 +84,26 @@ static void scope_output(const tg_graph *g, int s, char *buf, size_t len)
                       tg_node_value(tg_graph_node(g, last))->shape, buf, len);
 }
 
+/* Scope s's memory: its parameters' bytes and, when planned, the most the
+ * plan holds during its ops' forwards (t = i) and backwards (t = 2N - i). */
+static void scope_memory(const summary *S, int s, sum_row *r)
+{
+    const tg_graph *g = S->c.g;
+    const int64_t N = tg_graph_node_count(g);
+    r->peak_fwd = r->peak_bwd = S->planned < 0 ? -1 : 0;
+    for (int64_t i = 0; i < N; i++) {
+        const tg_node *nd = tg_graph_node(g, (int)i);
+        if (!tg_cli_scope_within(g, nd->scope, s)) continue;
+        if (nd->kind == TG_NODE_PARAM)
+            r->param_bytes += (double)nd->value.numel * (double)tg_dtype_size(nd->value.dtype);
+        if (nd->kind != TG_NODE_OP || S->planned < 0) continue;
+        double f = (double)tg_graph_plan_live_bytes(g, i);
+        double b = (double)tg_graph_plan_live_bytes(g, 2 * N - i);
+        if (f > r->peak_fwd) r->peak_fwd = f;
+        if (b > r->peak_bwd) r->peak_bwd = b;
+    }
+}
+
 /* Scope s and, down to the depth asked, its children, in order (depth-first). */
 static int add_rows(summary *S, int s, int depth)
 {
@@ -88,6 +116,7 @@ static int add_rows(summary *S, int s, int depth)
     *r = (sum_row){.scope = s, .depth = depth, .params = params, .cost = cost};
     if (S->st.steps) r->cost.forward_s /= S->st.steps, r->cost.backward_s /= S->st.steps;
     scope_output(g, s, r->shape, sizeof r->shape);
+    scope_memory(S, s, r);
     if (depth >= S->R->depth) return 0;
     for (int k = s + 1; k < tg_graph_scope_count(g); k++)
         if (tg_graph_scope_parent(g, k) == s) add_rows(S, k, depth + 1);
@@ -116,24 +145,40 @@ static const char *row_name(const summary *S, const sum_row *r, bool path)
     return path ? p + skip : tg_graph_scope_name(S->c.g, r->scope);
 }
 
-/* The cells of a row (name apart): shape, params, FLOPs, kept, fwd ms, bwd ms. */
-static void row_cells(const sum_row *r, char cell[6][96])
+/* Bytes as a cell: "-" when unknown (< 0). */
+static void fmt_bytes_cell(double v, char *buf, size_t len)
+{
+    if (v < 0) snprintf(buf, len, "-");
+    else tg_cli_fmt_bytes(v, buf, len);
+}
+
+enum { N_CELLS = 11 };   /* the columns after the name */
+
+/* The cells of a row (name apart): shape, params, FLOPs, parameter,
+ * gradient and Adam bytes, kept, peak forward, peak backward, fwd ms, bwd ms. */
+static void row_cells(const sum_row *r, char cell[N_CELLS][96])
 {
     snprintf(cell[0], 96, "%s", r->shape);
     fmt_count(r->params, cell[1], 96);
     tg_cli_fmt_flops(r->cost.flops, cell[2], 96);
-    tg_cli_fmt_bytes(r->cost.bytes, cell[3], 96);
-    snprintf(cell[4], 96, "%.3f", 1e3 * r->cost.forward_s);
-    snprintf(cell[5], 96, "%.3f", 1e3 * r->cost.backward_s);
+    tg_cli_fmt_bytes(r->param_bytes, cell[3], 96);
+    tg_cli_fmt_bytes(r->param_bytes, cell[4], 96);
+    tg_cli_fmt_bytes(2 * r->param_bytes, cell[5], 96);
+    tg_cli_fmt_bytes(r->cost.bytes, cell[6], 96);
+    fmt_bytes_cell(r->peak_fwd, cell[7], 96);
+    fmt_bytes_cell(r->peak_bwd, cell[8], 96);
+    snprintf(cell[9], 96, "%.3f", 1e3 * r->cost.forward_s);
+    snprintf(cell[10], 96, "%.3f", 1e3 * r->cost.backward_s);
 }
 
-static const char *const heads[7] = {"Module", "Output shape", "Params", "FLOPs (forward)",
-                                     "Kept", "Forward ms", "Backward ms"};
+static const char *const heads[N_CELLS + 1] = {
+    "Module", "Output shape", "Params", "FLOPs fwd", "Params B", "Grads B", "Adam B", "Kept",
+    "Peak fwd", "Peak bwd", "Forward ms", "Backward ms"};
 
 static void print_text_table(const summary *S, FILE *f, int ncol)
 {
-    int w[7] = {0};
-    char cell[6][96];
+    int w[N_CELLS + 1] = {0};
+    char cell[N_CELLS][96];
     for (int c = 0; c < ncol; c++) w[c] = (int)strlen(heads[c]);
     for (int i = 0; i < S->n_rows; i++) {
         const sum_row *r = &S->rows[i];
@@ -162,6 +207,25 @@ static void print_text_table(const summary *S, FILE *f, int ncol)
             "====================================================================");
 }
 
+/* The training step's memory, the sum of the per-module columns' totals. */
+static void print_memory_total(const summary *S, FILE *f, const char *pre)
+{
+    char t[48], p[48], a[48], l[48], pl[48];
+    /* values, gradients, Adam's two moments, inputs */
+    double known = 4 * S->param_bytes + S->leaf_bytes;
+    tg_cli_fmt_bytes(S->param_bytes, p, sizeof p);
+    tg_cli_fmt_bytes(2 * S->param_bytes, a, sizeof a);
+    tg_cli_fmt_bytes(S->leaf_bytes, l, sizeof l);
+    tg_cli_fmt_bytes(S->planned < 0 ? known : known + S->planned, t, sizeof t);
+    tg_cli_fmt_bytes(S->planned, pl, sizeof pl);
+    fprintf(f, "%sTraining step's memory%s: %s = parameters %s + gradients %s + Adam state %s "
+            "(2 moments a parameter, tgraph train's default optimizer) + inputs %s%s%s%s\n",
+            pre, S->planned < 0 ? " without the plan" : "", t, p, p, a, l,
+            S->planned < 0 ? "" : " + the plan ", S->planned < 0 ? "" : pl,
+            S->planned < 0 ? "" : " (tgraph bench measures it as train_peak_alloc_mb, with "
+            "the graph's bookkeeping)");
+}
+
 /* The totals, one per line (prefix "" for text, "- " for markdown). */
 static void print_totals(const summary *S, FILE *f, const char *pre)
 {
@@ -175,9 +239,13 @@ static void print_totals(const summary *S, FILE *f, const char *pre)
         fprintf(f, "%sTraining step's planned memory: not planned: %s\n", pre, S->plan_error);
     } else {
         tg_cli_fmt_bytes(S->planned, a, sizeof a);
+        tg_cli_fmt_bytes(S->rows[0].peak_fwd, b, sizeof b);
+        tg_cli_fmt_bytes(S->rows[0].peak_bwd, c, sizeof c);
         fprintf(f, "%sTraining step's planned memory: %s (values, gradients, saved buffers and "
-                "scratch; parameters and optimizer state apart)\n", pre, a);
+                "scratch; parameters and optimizer state apart); at most %s of it live in the "
+                "forward, %s in the backward\n", pre, a, b, c);
     }
+    print_memory_total(S, f, pre);
     tg_cli_fmt_flops(top->flops, a, sizeof a);
     tg_cli_fmt_flops(3 * top->flops, b, sizeof b);
     fprintf(f, "%sFLOPs per step: forward %s; forward + backward %s (backward counted as twice "
@@ -190,7 +258,7 @@ static void print_totals(const summary *S, FILE *f, const char *pre)
 
 static void print_markdown(const summary *S, FILE *f, int ncol)
 {
-    char cell[6][96];
+    char cell[N_CELLS][96];
     for (int c = 0; c < ncol; c++) fprintf(f, "| %s ", heads[c]);
     fprintf(f, "|\n|---");
     for (int c = 1; c < ncol; c++) fprintf(f, "|---:");
@@ -208,12 +276,16 @@ static void print_markdown(const summary *S, FILE *f, int ncol)
 
 static void print_csv(const summary *S, FILE *f)
 {
-    fprintf(f, "module,depth,output_shape,params,flops,bytes_kept%s\n",
+    fprintf(f, "module,depth,output_shape,params,flops,bytes_kept,param_bytes,grad_bytes,"
+            "adam_bytes,peak_forward_bytes,peak_backward_bytes%s\n",
             S->st.steps ? ",forward_ms,backward_ms" : "");
     for (int i = 0; i < S->n_rows; i++) {
         const sum_row *r = &S->rows[i];
-        fprintf(f, "%s,%d,\"%s\",%lld,%.0f,%.0f", row_name(S, r, true), r->depth, r->shape,
-                (long long)r->params, r->cost.flops, r->cost.bytes);
+        fprintf(f, "%s,%d,\"%s\",%lld,%.0f,%.0f,%.0f,%.0f,%.0f,", row_name(S, r, true), r->depth,
+                r->shape, (long long)r->params, r->cost.flops, r->cost.bytes, r->param_bytes,
+                r->param_bytes, 2 * r->param_bytes);
+        if (r->peak_fwd >= 0) fprintf(f, "%.0f,%.0f", r->peak_fwd, r->peak_bwd);
+        else fprintf(f, ",");   /* not planned: empty */
         if (S->st.steps) fprintf(f, ",%.6f,%.6f", 1e3 * r->cost.forward_s, 1e3 * r->cost.backward_s);
         fprintf(f, "\n");
     }
@@ -246,7 +318,7 @@ static tg_status write_summary(FILE *f, void *ctx)
         print_counts_only(S, f);
         return ferror(f) ? tg_set_error(TG_ERR_IO, "write failed") : TG_OK;
     }
-    int ncol = S->st.steps ? 7 : 5;
+    int ncol = S->st.steps ? N_CELLS + 1 : N_CELLS - 1;
     if (S->R->format == F_CSV) {
         print_csv(S, f);
     } else if (S->R->format == F_MARKDOWN) {
@@ -270,7 +342,8 @@ static const tg_opt opts[] = {
     [O_STEPS] = {"--steps", NULL, "N", "training steps --profile times, after one warm-up "
                  "(default 3)"},
     [O_CSV] = {"--csv", NULL, NULL, "comma-separated values, one line per module (path below "
-               "the layer, depth, shape, params, FLOPs, bytes kept[, ms])"},
+               "the layer, depth, shape, params, FLOPs, bytes kept, bytes of parameters, "
+               "gradients and Adam state, peak planned bytes forward and backward[, ms])"},
     [O_MARKDOWN] = {"--markdown", NULL, NULL, "a Markdown table and the totals as a list"},
     [O_OUT] = {"--out", "-o", "FILE", "where to write it (default -: stdout)"},
 };
@@ -341,7 +414,13 @@ static int gather(summary *S)
     for (int i = 0; i < tg_params_count(S->c.ps); i++) {
         const tg_param *p = tg_params_at(S->c.ps, i);
         S->params += p->value.numel;
+        S->param_bytes += (double)p->value.numel * (double)tg_dtype_size(p->value.dtype);
         if (!p->frozen) S->trainable += p->value.numel;
+    }
+    for (int i = 0; i < tg_graph_node_count(S->c.g); i++) {
+        const tg_node *nd = tg_graph_node(S->c.g, i);
+        if (nd->kind == TG_NODE_INPUT || nd->kind == TG_NODE_CONST)
+            S->leaf_bytes += (double)nd->value.numel * (double)tg_dtype_size(nd->value.dtype);
     }
     S->rows = calloc((size_t)tg_graph_scope_count(S->c.g), sizeof *S->rows);
     if (!S->rows) return tg_cli_fail("summary", "out of memory");
@@ -373,11 +452,16 @@ const tg_cli_cmd tg_cmd_summary = {
         "Builds LAYER's training step (random parameters) and prints one row per module\n"
         "scope down to --depth, as torchinfo's summary() does: the module's output shape,\n"
         "its parameters, its forward FLOPs (2 per multiply-add, counted from the shapes:\n"
-        "see FLOPS in the man page), the bytes its ops keep alive (values and saved\n"
-        "buffers) and, with --profile, its forward and backward ms per training step.\n"
-        "Then the totals: parameters (trainable), the training step's planned memory,\n"
-        "FLOPs per step (forward; forward + backward counts the backward as twice the\n"
-        "forward) and, with --profile, the step's time.\n",
+        "see FLOPS in the man page), its memory: the bytes of its parameters (Params B),\n"
+        "their gradients (Grads B) and Adam's two moments (Adam B: tgraph train's default\n"
+        "optimizer), the bytes its ops keep alive (Kept: values and saved buffers), and\n"
+        "the most the plan holds live while its ops run forward (Peak fwd) and backward\n"
+        "(Peak bwd); with --profile, its forward and backward ms per training step.\n"
+        "Then the totals: parameters (trainable), the training step's planned memory\n"
+        "(and its live peaks), the training step's memory (parameters + gradients + Adam\n"
+        "state + inputs + the plan: what tgraph bench measures as train_peak_alloc_mb,\n"
+        "less the graph's bookkeeping), FLOPs per step (forward; forward + backward\n"
+        "counts the backward as twice the forward) and, with --profile, the step's time.\n",
     .opts = opts,
     .n_opts = TG_OPTS_N(opts),
     .help_more =

@@ -71,9 +71,7 @@ static tg_status fill_batch(void *user, int64_t epoch, int64_t k, tg_rng *rng)
         j->t_epoch = tg_tl_now();
         j->t_draw = 0;
     }
-    tg_windows_fill(&j->td.train, j->order + k * j->m.B, j->m.B,
-                    (tg_tensor *)tg_node_value(j->m.x), (tg_tensor *)tg_node_value(j->m.y));
-    return TG_OK;
+    return tg_tl_fill(&j->m, &j->td.train, j->order + k * j->m.B, j->m.B, true);
 }
 
 /* Before any update the loss measures the data and the init: an absurd one
@@ -224,12 +222,13 @@ static int build(job *j)
     if (strcmp(s->data, TG_BUILTIN_DATA) && tg_file_id_of(s->data, &j->data_id))
         return tg_cli_fail(CMD, "--data %s", tg_last_error());
     if (tg_tl_data_load(CMD, s->data, &j->td) ||
-        tg_tl_data_layout(CMD, &j->td, s->target, s->features))
+        tg_tl_data_layout(CMD, &j->td, s->target, s->features) ||
+        tg_tl_data_marks(CMD, &j->td, s->freq))
         return 2;
     tg_rng init_rng;
     tg_rng_seed(&init_rng, (uint64_t)s->seed);
     if (tg_tl_model_build(CMD, &j->m, s->model, j->cfg, j->cfg_src ? j->cfg_src : "--set",
-                          j->td.d->cols, s->batch, s->resume ? NULL : &init_rng))
+                          &j->td, s->batch, s->resume ? NULL : &init_rng))
         return 2;
     if (s->features == TG_TL_MS && tg_tl_model_target(CMD, &j->m, j->td.target)) return 2;
     tg_graph_set_recompute(j->m.gt, s->recompute);

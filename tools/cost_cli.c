@@ -93,7 +93,8 @@ int64_t tg_cli_scope_params(const tg_graph *g, int scope)
     int64_t n = 0;
     for (int i = 0; i < tg_graph_node_count(g); i++) {
         const tg_node *nd = tg_graph_node(g, i);
-        if (nd->kind == TG_NODE_PARAM && tg_cli_scope_within(g, nd->scope, scope))
+        if (nd->kind == TG_NODE_PARAM && !(nd->param && nd->param->buffer) &&
+            tg_cli_scope_within(g, nd->scope, scope))   /* buffers are no parameters */
             n += nd->value.numel;
     }
     return n;

@@ -36,7 +36,8 @@ int tg_cli_base_scope(const tg_graph *g);
 /* Is scope s at or below scope top? */
 bool tg_cli_scope_within(const tg_graph *g, int s, int top);
 
-/* Parameter elements whose nodes lie in scope (and below). */
+/* Parameter elements whose nodes lie in scope (and below); buffers (BatchNorm's
+ * running statistics) are not parameters and not counted. */
 int64_t tg_cli_scope_params(const tg_graph *g, int scope);
 
 /* "12.3 GFLOP", "512 FLOP"; "1.5 MB", "64 B" (powers of 1000 and 1024). */

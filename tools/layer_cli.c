@@ -166,7 +166,11 @@ int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_co
         c->in[i] = tg_input(c->g, spec->name, spec->ids ? TG_I64 : dt, spec->rank, spec->shape);
         if (t && c->in[i] && tg_node_set(c->in[i], t))
             return tg_cli_fail(cmd, "--input %s: %s", spec->name, tg_last_error());
-        if (grads && spec->differentiable && c->in[i]) tg_node_set_requires_grad(c->in[i], true);
+        /* gradcheck leaves out a gradient through a detached statistic (not the derivative) */
+        bool detached = !strcmp(cmd, "gradcheck") &&
+                        (cls->grad_detached_inputs >> i & 1u);
+        if (grads && spec->differentiable && !detached && c->in[i])
+            tg_node_set_requires_grad(c->in[i], true);
     }
     if (tg_layer_build(c->layer, c->g, c->in, &c->out))
         return tg_cli_fail(cmd, "%s", tg_last_error());

@@ -31,7 +31,8 @@ int  tg_cli_inputs_add(const char *cmd, tg_cli_inputs *in, const char *item);
 void tg_cli_inputs_free(tg_cli_inputs *in);
 
 /* Create layer `name` from cfg in a store of dtype dt and build its graph on
- * input nodes (float inputs require grad when `grads` is set). Shape keys not
+ * input nodes (float inputs require grad when `grads` is set, but for cmd
+ * "gradcheck" not one in the class's grad_detached_inputs). Shape keys not
  * given in cfg are taken from `files` (may be NULL); given ones must agree.
  * rng NULL leaves parameters at zero. Returns 0, or 2 after printing one line. */
 int tg_cli_layer_build(tg_cli_layer *c, const char *cmd, const char *name, tg_config *cfg,

@@ -27,6 +27,7 @@ typedef enum progress_mode {
 typedef struct settings {
     const char    *data, *model, *out, *resume;
     const char    *target;     /* --target: NULL for OT or the last column */
+    const char    *freq;       /* --freq: the time features' frequency (NULL: TSL's h) */
     tg_tl_features features;   /* --features M|S|MS */
     tg_split_spec       split;
     int64_t        epochs, batch, patience, seed, threads;
@@ -42,6 +43,7 @@ typedef struct settings {
     bool           overwrite;  /* --overwrite: replace a run found in --out */
     bool           allow_data_change;   /* --allow-data-change: resume on other data */
     /* what the command line gave explicitly */
+    bool set_freq;
     bool set_data, set_model, set_split, set_epochs, set_batch, set_patience, set_seed, set_lr,
         set_lradj, set_optim, set_clip, set_wd, set_cfg, set_threads, set_out, set_progress_every;
 } settings;

@@ -20,6 +20,28 @@
 
 /* ---- data ---- */
 
+int tg_tl_data_marks(const char *cmd, tg_tl_data *td, const char *freq)
+{
+    const tg_dataset *d = td->d;
+    if (!freq) freq = "h";   /* TSL's run.py default */
+    snprintf(td->freq, sizeof td->freq, "%s", freq);
+    if (strlen(freq) >= sizeof td->freq)
+        return tg_cli_fail(cmd, "--freq '%.40s' is too long", freq);
+    free(td->marks);
+    td->marks = NULL;
+    td->n_mark = 0;
+    if (!d->time) return 0;
+    tg_time_feature f[TG_TIME_FEATURES_MAX];
+    int n = 0;
+    if (tg_time_features_for(freq, f, &n)) return tg_cli_fail(cmd, "--freq: %s", tg_last_error());
+    td->n_mark = n;
+    if (n && !(td->marks = malloc((size_t)d->rows * (size_t)n * sizeof *td->marks)))
+        return tg_cli_fail(cmd, "out of memory");
+    if (n && tg_dataset_time_features(d, freq, 0, d->rows, td->marks, (size_t)(d->rows * n)))
+        return tg_cli_fail(cmd, "--data %s", tg_last_error());
+    return 0;
+}
+
 int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td)
 {
     memset(td, 0, sizeof *td);
@@ -137,6 +159,7 @@ void tg_tl_data_free(tg_tl_data *td)
     tg_dataset_free(td->d);
     tg_scaler_free(td->scaler);
     free(td->z);
+    free(td->marks);
     memset(td, 0, sizeof *td);
 }
 
@@ -171,44 +194,78 @@ static int force_key(const char *cmd, const tg_layer_class *cls, tg_config *cfg,
     return 0;
 }
 
+/* The layer's inputs: x [B, seq_len, cols], and x_mark [B, seq_len, n_mark] if a second. */
+static int check_inputs(const char *cmd, tg_tl_model *m, int64_t batch, int64_t cols)
+{
+    char s1[96];
+    int n = tg_layer_input_count(m->layer);
+    const tg_layer_input *in = tg_layer_input_at(m->layer, 0);
+    const tg_layer_input *mk = n == 2 ? tg_layer_input_at(m->layer, 1) : NULL;
+    if (n < 1 || n > 2 || (mk && strcmp(mk->name, "x_mark")))
+        return tg_cli_fail(cmd, "--model %s takes %d inputs; a forecaster takes x [B, seq_len, "
+                           "enc_in] and optionally x_mark [B, seq_len, n_mark]", m->name, n);
+    if (in->rank != 3 || in->shape[0] != batch || in->shape[2] != cols)
+        return tg_cli_fail(cmd, "--model %s: its input %s is %s (%s); a forecaster takes x "
+                           "[B=%lld, seq_len, enc_in=%lld]", m->name, in->name,
+                           tg_shape_str(in->rank, in->shape, s1, sizeof s1), in->dims,
+                           (long long)batch, (long long)cols);
+    if (mk && (mk->rank != 3 || mk->shape[0] != batch || mk->shape[1] != in->shape[1] ||
+               mk->shape[2] != m->n_mark || !m->marks))
+        return tg_cli_fail(cmd, "--model %s: its input x_mark is %s; the data's time features "
+                           "are [B=%lld, seq_len=%lld, n_mark=%lld]", m->name,
+                           tg_shape_str(mk->rank, mk->shape, s1, sizeof s1), (long long)batch,
+                           (long long)in->shape[1], (long long)m->n_mark);
+    if (!mk) m->n_mark = 0, m->marks = NULL;
+    m->B = batch;
+    m->seq_len = in->shape[1];
+    m->cols = cols;
+    return 0;
+}
+
+/* One graph's inputs: x, and x_mark when the model takes it. */
+static tg_status build_on(tg_tl_model *m, tg_graph *g, tg_node **x, tg_node **xm,
+                          tg_layer_outputs *out)
+{
+    const tg_layer_input *in = tg_layer_input_at(m->layer, 0);
+    *x = tg_input(g, "x", TG_F32, 3, in->shape);
+    if (m->n_mark)
+        *xm = tg_input(g, "x_mark", TG_F32, 3, tg_layer_input_at(m->layer, 1)->shape);
+    return tg_layer_build(m->layer, g, (tg_node *const[]){*x, m->n_mark ? *xm : NULL}, out);
+}
+
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng)
+                      const char *cfg_source, const tg_tl_data *td, int64_t batch, tg_rng *rng)
 {
     char s1[96], s2[96];
+    const int64_t cols = td->d->cols;
     memset(m, 0, sizeof *m);
     m->name = name;
+    m->marks = td->marks;
+    m->n_mark = td->n_mark;
     const tg_layer_class *cls = tg_layer_class_find(name);
     if (!cls) {
         tg_layer_free(tg_layer_new(name, NULL, NULL, "", NULL));   /* for the message */
         return tg_cli_fail(cmd, "--model %s (see tgraph layers)", tg_last_error());
     }
     if (force_key(cmd, cls, cfg, cfg_source, "enc_in", cols, "the data's column count") ||
+        force_key(cmd, cls, cfg, cfg_source, "N", cols, "the data's column count") ||
+        force_key(cmd, cls, cfg, cfg_source, "n_mark", td->n_mark,
+                  "the data's time features (timeF of its dates; none without a date column)") ||
         force_key(cmd, cls, cfg, cfg_source, "B", batch, "--batch-size"))
         return 2;
     if (tg_cli_check_memory(cmd, name, cfg, TG_F32)) return 2;
     if (!(m->ps = tg_params_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     if (!(m->layer = tg_layer_new(name, cfg, m->ps, "", rng)))
         return tg_cli_fail(cmd, "%s", tg_last_error());
-    if (tg_layer_input_count(m->layer) != 1)
-        return tg_cli_fail(cmd, "--model %s takes %d inputs; a forecaster takes one, x [B, "
-                           "seq_len, enc_in]", name, tg_layer_input_count(m->layer));
+    if (check_inputs(cmd, m, batch, cols)) return 2;
     const tg_layer_input *in = tg_layer_input_at(m->layer, 0);
-    if (in->rank != 3 || in->shape[0] != batch || in->shape[2] != cols)
-        return tg_cli_fail(cmd, "--model %s: its input %s is %s (%s); a forecaster takes x "
-                           "[B=%lld, seq_len, enc_in=%lld]", name, in->name,
-                           tg_shape_str(in->rank, in->shape, s1, sizeof s1), in->dims,
-                           (long long)batch, (long long)cols);
-    m->B = batch;
-    m->seq_len = in->shape[1];
-    m->cols = cols;
 
     /* training graph */
     if (!(m->gt = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_training(m->gt, true);
     tg_graph_set_share_values(m->gt, true);   /* one backward per forward */
-    m->x = tg_input(m->gt, "x", TG_F32, 3, in->shape);
     tg_layer_outputs out;
-    if (tg_layer_build(m->layer, m->gt, (tg_node *const[]){m->x}, &out))
+    if (build_on(m, m->gt, &m->x, &m->xm, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
     m->pred = out.y;
     const tg_tensor *yv = tg_node_value(m->pred);
@@ -226,11 +283,23 @@ int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_conf
     /* evaluation graph: forward only, dropout off, same parameters */
     if (!(m->ge = tg_graph_new(TG_F32))) return tg_cli_fail(cmd, "%s", tg_last_error());
     tg_graph_set_grad_enabled(m->ge, false);
-    m->ex = tg_input(m->ge, "x", TG_F32, 3, in->shape);
-    if (tg_layer_build(m->layer, m->ge, (tg_node *const[]){m->ex}, &out))
+    if (build_on(m, m->ge, &m->ex, &m->exm, &out))
         return tg_cli_fail(cmd, "--model %s: %s", name, tg_last_error());
     m->epred = out.y;
     return 0;
+}
+
+tg_status tg_tl_fill(const tg_tl_model *m, const tg_windows *w, const int64_t *idx, int64_t n,
+                     bool train)
+{
+    tg_status st = tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(train ? m->x : m->ex),
+                                   train ? (tg_tensor *)tg_node_value(m->y) : NULL);
+    if (st || !m->n_mark) return st;
+    /* the same windows over the time features: rows [begin + i, begin + i + seq_len) */
+    tg_windows mw = tg_windows_make(m->marks, m->n_mark, w->begin,
+                                    w->begin + w->count + w->seq_len + w->pred_len - 1,
+                                    w->seq_len, w->pred_len);
+    return tg_windows_fill(&mw, idx, n, (tg_tensor *)tg_node_value(train ? m->xm : m->exm), NULL);
 }
 
 int tg_tl_model_target(const char *cmd, tg_tl_model *m, int64_t channel)
@@ -271,7 +340,8 @@ int tg_tl_config_format(const tg_layer *l, char *buf, size_t len)
     for (const tg_layer_key *k = cls->keys; k->name; k++) {
         char v[256];
         const void *p = cfg + k->offset;
-        switch (k->type) {
+        switch ((int)k->type) {
+        case TG_KEY_STRING: snprintf(v, sizeof v, "%s", ((const tg_key_str *)p)->s); break;
         case TG_KEY_INT: {
             int64_t x;
             memcpy(&x, p, sizeof x);
@@ -346,7 +416,7 @@ int tg_tl_evaluate(const char *cmd, const char *what, tg_tl_model *m, const tg_w
     for (int64_t start = 0; start < w->count; start += B) {
         int64_t n = w->count - start < B ? w->count - start : B;
         for (int64_t i = 0; i < n; i++) idx[i] = start + i;
-        if (tg_windows_fill(w, idx, n, (tg_tensor *)tg_node_value(m->ex), NULL) ||
+        if (tg_tl_fill(m, w, idx, n, false) ||
             tg_graph_forward(m->ge)) {
             fprintf(stderr, "tgraph %s: %s: %s\n", cmd, what, tg_last_error());
             free(col_se);

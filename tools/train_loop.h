@@ -46,11 +46,20 @@ typedef struct tg_tl_data {
     tg_scaler    *scaler;    /* owned */
     float        *z;         /* [rows, cols] scaled */
     tg_windows    train, val, test;
+    /* TSL's timeF features of the dates (engine/train/timefeatures.h) at
+     * frequency freq, for a model with an x_mark input (tg_tl_data_marks);
+     * NULL and 0 without a date column */
+    float        *marks;     /* [rows, n_mark] */
+    int64_t       n_mark;
+    char          freq[16];
 } tg_tl_data;
 
 /* Load `spec` (a CSV path, or TG_BUILTIN_DATA) into td->d. Returns 0 or 2
  * after printing one line for `cmd`. */
 int tg_tl_data_load(const char *cmd, const char *spec, tg_tl_data *td);
+/* With a date column, its time features at freq (TSL's --freq; NULL: h)
+ * into td->marks (td->freq records it; none without dates). 0 or 2. */
+int tg_tl_data_marks(const char *cmd, tg_tl_data *td, const char *freq);
 /* The layout: the target column (NULL: OT when there is one, else the
  * last) and, for S, d cut down to it. Records the file's columns first.
  * 0, or 2 after printing (an unknown --target names the columns). */
@@ -75,12 +84,16 @@ typedef struct tg_tl_model {
     tg_params  *ps;
     tg_layer   *layer;
     int64_t     B, seq_len, pred_len, cols;
-    /* training graph: x, y -> pred, loss (dropout on) */
+    /* a model with a second input x_mark [B, seq_len, n_mark] (iTransformer):
+     * the time features of x's rows, from td->marks (not owned); else NULL, 0 */
+    const float *marks;
+    int64_t     n_mark;
+    /* training graph: x, y [, x_mark] -> pred, loss (dropout on) */
     tg_graph   *gt;
-    tg_node    *x, *y, *pred, *loss;
+    tg_node    *x, *y, *xm, *pred, *loss;
     /* forward-only evaluation graph on the same parameters */
     tg_graph   *ge;
-    tg_node    *ex, *epred;
+    tg_node    *ex, *exm, *epred;
     /* --features MS: the loss and the metrics take channel `target` only */
     bool        target_only;
     int64_t     target;
@@ -88,13 +101,20 @@ typedef struct tg_tl_model {
     tg_cli_progress *progress;
 } tg_tl_model;
 
-/* Create `name` from cfg with enc_in = cols and B = batch (set when the
- * layer has those keys and cfg does not; a conflicting value is an error
- * naming cfg_source: "--set", or "the config of checkpoint F"),
- * parameters initialised from rng (NULL: zero, to be loaded), and build both
- * graphs. Returns 0 or 2 after printing one line. */
+/* Create `name` from cfg with enc_in (or N) = td's column count, n_mark =
+ * td's time features and B = batch (set when the layer has those keys and
+ * cfg does not; a conflicting value is an error naming cfg_source: "--set",
+ * or "the config of checkpoint F"), parameters initialised from rng (NULL:
+ * zero, to be loaded), and build both graphs. A forecaster takes x [B,
+ * seq_len, enc_in] and optionally x_mark [B, seq_len, n_mark]. Returns 0 or
+ * 2 after printing one line. */
 int tg_tl_model_build(const char *cmd, tg_tl_model *m, const char *name, tg_config *cfg,
-                      const char *cfg_source, int64_t cols, int64_t batch, tg_rng *rng);
+                      const char *cfg_source, const tg_tl_data *td, int64_t batch, tg_rng *rng);
+/* Windows idx[0..n) of w (tg_windows_fill) into the training graph's x and y
+ * (train) or the evaluation graph's x, and x_mark from the same rows' time
+ * features when the model takes them. */
+tg_status tg_tl_fill(const tg_tl_model *m, const tg_windows *w, const int64_t *idx, int64_t n,
+                     bool train);
 void tg_tl_model_free(tg_tl_model *m);
 /* --features MS: the training loss on channel `channel` of the forecast
  * only (TSL's f_dim = -1 with the target last), and tg_tl_evaluate's

@@ -30,8 +30,10 @@ const tg_opt tg_train_opts[TG_TRAIN_OPTS_N] = {
         "train, validation, test rows (8640,2880,2880: the ETT protocol) or ratios "
         "(default 0.7,0.1,0.2); validation and test windows start seq_len rows early"},
     [TG_TRAIN_O_MODEL] = {"--model", NULL, "NAME",
-        "default crossformer (linear_forecast if it is not built in); enc_in and B "
-        "come from the data and --batch-size"},
+        "default crossformer (linear_forecast if it is not built in); enc_in (or N) "
+        "and B come from the data and --batch-size, and a model with an x_mark input "
+        "(itransformer) gets TSL's timeF features of the data's dates (n_mark: 4 for "
+        "hourly data, 0 without a date column)"},
     [TG_TRAIN_O_SET] = {"--set", NULL, "KEY=VALUE",
         "a model config key (crossformer: seq_len pred_len seg_len win_size factor "
         "d_model d_ff n_heads e_layers dropout), over the defaults key by key. With "
@@ -45,6 +47,10 @@ const tg_opt tg_train_opts[TG_TRAIN_OPTS_N] = {
         "only; MS every column in, the loss and metrics on the target's forecast"},
     [TG_TRAIN_O_TARGET] = {"--target", NULL, "COL",
         "the target column (default OT when there is one, else the last)"},
+    [TG_TRAIN_O_FREQ] = {"--freq", NULL, "FREQ",
+        "the time features' frequency, as TSL's run.py --freq (default h: HourOfDay, "
+        "DayOfWeek, DayOfMonth, DayOfYear; t or 15min adds MinuteOfHour, s SecondOfMinute, "
+        "d and b three, w two, m one); for a model with an x_mark input (itransformer)"},
     [TG_TRAIN_O_EPOCHS] = {"--epochs", NULL, "N",
         "default 10 (20 for a model without defaults); "
         "built-in data: 8 (crossformer), 10 (linear)"},
@@ -165,6 +171,13 @@ static int parse_data_option(job *j, tg_args *a)
         s->set_split = true;
     } else if (a->opt == TG_TRAIN_O_TARGET) {
         VALUE(&s->target);
+    } else if (a->opt == TG_TRAIN_O_FREQ) {
+        tg_time_feature f[TG_TIME_FEATURES_MAX];
+        int n;
+        VALUE(&s->freq);
+        if (tg_time_features_for(s->freq, f, &n))
+            return tg_cli_fail(CMD, "--freq: %s", tg_last_error());
+        s->set_freq = true;
     } else if (a->opt == TG_TRAIN_O_FEATURES) {
         VALUE(&v);
         if (tg_tl_features_parse(CMD, v, &s->features)) return 2;

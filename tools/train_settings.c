@@ -54,6 +54,12 @@ static const model_defaults data_defaults_table[] = {
     {"linear_forecast", {"seq_len=96", "pred_len=24", NULL}, 10, 1e-3},
     /* TSL's run.py defaults (its DLinear scripts set only the horizon) */
     {"dlinear", {"seq_len=96", "pred_len=96", "moving_avg=25", NULL}, 10, 1e-4},
+    /* TSL's scripts/long_term_forecast/ETT_script/iTransformer_ETTh1.sh (every horizon):
+     * e_layers 2, d_model 128, d_ff 128, factor 3; run.py's n_heads 8, dropout 0.1, gelu */
+    {"itransformer",
+     {"seq_len=96", "pred_len=96", "d_model=128", "n_heads=8", "e_layers=2", "d_ff=128",
+      "factor=3", "dropout=0.1", "activation=gelu", NULL},
+     10, 1e-4},
 };
 
 /* The built-in job's --set defaults under the user's: cfg is replaced by
@@ -125,6 +131,7 @@ int tg_train_settings_put(tg_checkpoint *ck, const settings *s, const tg_tl_mode
     char sp[64];
     tg_split_format(&td->split, sp, sizeof sp);
     META("split", "%s", sp);
+    META("freq", "%s", td->freq);
     META("seq_len", "%lld", (long long)m->seq_len);
     META("pred_len", "%lld", (long long)m->pred_len);
     META("enc_in", "%lld", (long long)m->cols);
@@ -161,7 +168,8 @@ static int meta_num(const tg_checkpoint *ck, const char *key, double lo, double 
 /* Settings of a resumed run come from its checkpoint; a few may be changed. */
 static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
 {
-    const char *conflict = s->set_model ? "--model" : s->set_cfg ? "--set" : s->set_split ? "--split"
+    const char *conflict = s->set_model ? "--model" : s->set_cfg ? "--set" : s->set_freq ? "--freq"
+                           : s->set_split ? "--split"
                            : s->set_batch ? "--batch-size" : s->set_seed ? "--seed"
                            : s->set_lradj ? "--lradj" : s->set_optim ? "--optim"
                            : s->set_wd ? "--weight-decay" : NULL;
@@ -176,6 +184,7 @@ static int get_settings(const tg_checkpoint *ck, settings *s, tg_config *cfg)
         return tg_cli_fail(CMD, "--resume %s: not a checkpoint of tgraph train (metadata lacks "
                            "the run's settings)", ck->path);
     s->model = model;
+    s->freq = tg_checkpoint_meta(ck, "freq");   /* NULL (an older run): h */
     if (tg_tl_config_parse(CMD, config, cfg)) return 2;
     if (!s->set_data) s->data = data;
     if (tg_split_parse(split, &s->split) || tg_lr_schedule_parse(lradj, &s->lradj))

@@ -109,8 +109,8 @@ static void emit_node(dot_ctx *c, const tg_node *n)
     const char *style;
     bool output = c->consumers[n->id] == 0 && n->kind == TG_NODE_OP;
     switch (n->kind) {
-    case TG_NODE_PARAM:
-        snprintf(label, sizeof label, "%s\n%s", n->name, sh);
+    case TG_NODE_PARAM:   /* a buffer (running statistics) says so */
+        snprintf(label, sizeof label, "%s%s\n%s", n->param->buffer ? "buffer " : "", n->name, sh);
         style = "shape=box, style=\"rounded,filled\", fillcolor=\"#fff2cc\", color=\"#b08d1a\"";
         break;
     case TG_NODE_INPUT:
@@ -300,7 +300,7 @@ static void mark_grads(dot_ctx *c)
     for (int i = 0; i < g->n_nodes; i++) {
         const tg_node *n = g->nodes[i];
         bool any = false;
-        if (n->kind == TG_NODE_PARAM) any = g->grad_enabled && !n->param->frozen;
+        if (n->kind == TG_NODE_PARAM) any = g->grad_enabled && !n->param->frozen && !n->param->buffer;
         else if (n->kind == TG_NODE_INPUT) any = g->grad_enabled && n->requires_grad;
         else if (n->kind == TG_NODE_CONST) any = n->requires_grad;
         else if (tg__is_view(n)) any = c->grad[n->in[0]->id];

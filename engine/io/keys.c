@@ -193,6 +193,24 @@ tg_status tg_keys_resolve(const tg_key *keys, int n, tg_config *cfg, const char 
 
 /* ---- config structs ---- */
 
+/* A string key's value into its tg_key_str field at `at` ("" for null). */
+static tg_status fill_string(const tg_key *k, const tg_value *v, char *at)
+{
+    tg_key_str x;
+    const char *text = "";
+    memset(&x, 0, sizeof x);
+    if (v->kind != TG_VALUE_NULL) {
+        tg_status st = tg_value_as_string(v, k->name, &text);
+        if (st) return st;
+    }
+    if (strlen(text) >= sizeof x.s)
+        return tg_set_error(TG_ERR_INVALID, "%s: '%.40s%s' is longer than %d characters",
+                            k->name, text, strlen(text) > 40 ? "..." : "", TG_KEY_STR_MAX - 1);
+    memcpy(x.s, text, strlen(text));
+    memcpy(at, &x, sizeof x);
+    return TG_OK;
+}
+
 tg_status tg_keys_fill_struct(const tg_key *keys, int n, const tg_value *values, void *config)
 {
     TG__NONNULL(keys, TG_ERR_INVALID);
@@ -230,6 +248,7 @@ tg_status tg_keys_fill_struct(const tg_key *keys, int n, const tg_value *values,
             memcpy(at, &x, sizeof x);
             break;
         }
+        case TG_KEY_STRING: st = fill_string(k, v, at); break;
         default:
             return tg_set_error(TG_ERR_INVALID, "%s: a %s key has no config struct field",
                                 k->name, tg_key_type_name(k->type));

@@ -10,6 +10,11 @@
  * before the first value is copied, so a failed load leaves the store as it
  * was. Gradients, optimizer state and frozen flags are never touched.
  *
+ * Buffers (params.h: running_mean, running_var, num_batches_tracked) are
+ * state_dict entries like the parameters: required by a strict load, saved
+ * after the parameters, in their own dtype (int64 stays int64, as PyTorch
+ * writes num_batches_tracked).
+ *
  * Tied weights (tg_params_alias) load from either name, or both when they
  * agree, and are saved under both, as torch.save(model.state_dict()) does.
  *
@@ -34,6 +39,39 @@ static void list_add(char *buf, size_t cap, int *count, const char *name)
     else if (!strstr(buf, ", ..."))
         snprintf(buf + k, cap - k, ", ...");
     (*count)++;
+}
+
+/* Store entry i: the parameters, then the buffers. */
+static tg_param *entry_at(const tg_params *ps, int i)
+{
+    int n = tg_params_count(ps);
+    return i < n ? tg_params_at(ps, i) : tg_params_buffer_at(ps, i - n);
+}
+
+static int entry_count(const tg_params *ps)
+{
+    return tg_params_count(ps) + tg_params_buffer_count(ps);
+}
+
+/* File tensor t (index i of f) for entry p: an int64 buffer takes an integer
+ * tensor, everything else a float one; the shapes must be equal. */
+static tg_status check_pair(const tg_st_file *f, int i, const tg_param *p, const tg_tensor *t,
+                            const char *path)
+{
+    bool int_buffer = p->buffer && p->value.dtype == TG_I64;
+    if (int_buffer ? t->dtype != TG_I64 : !tg_dtype_is_float(t->dtype))
+        return tg_set_error(TG_ERR_DTYPE, "%s: tensor '%s' has dtype %s, expected %s", path,
+                            p->name, tg__st_file_dtype(f, i),
+                            int_buffer ? "an integer tensor (I64) for an int64 buffer"
+                                       : "a float tensor (F32, F64, F16 or BF16) for a parameter");
+    if (!tg_tensor_same_shape(&p->value, t)) {
+        char a[128], b[128];
+        return tg_set_error(TG_ERR_SHAPE, "%s: size mismatch for %s: copying a param with shape "
+                            "%s from checkpoint, the shape in current model is %s", path,
+                            p->name, tg_shape_str(t->rank, t->shape, a, sizeof a),
+                            tg_shape_str(p->value.rank, p->value.shape, b, sizeof b));
+    }
+    return TG_OK;
 }
 
 /* Whether the file has p under one of its aliases. */
@@ -65,72 +103,77 @@ static tg_status check_ties(const tg_params *ps, const tg_st_file *f, const char
     return TG_OK;
 }
 
+/* Whether a load with these flags sets entry p (TG_LOAD_PARAMS_ONLY /
+ * TG_LOAD_BUFFERS_ONLY leave the other kind alone). */
+static bool loads(const tg_param *p, unsigned flags)
+{
+    if (flags & TG_LOAD_PARAMS_ONLY) return !p->buffer;
+    if (flags & TG_LOAD_BUFFERS_ONLY) return p->buffer;
+    return true;
+}
+
+/* Steps 1-4 of a load: everything checked before anything is copied. */
+static tg_status load_check(const tg_params *ps, const tg_st_file *f, const char *path,
+                            unsigned flags)
+{
+    char list[NAME_LIST_MAX + 64];
+    int count = 0, wanted = 0;
+    list[0] = '\0';
+    /* 1. parameters and buffers the file lacks */
+    for (int i = 0; i < entry_count(ps); i++) {
+        const tg_param *p = entry_at(ps, i);
+        if (!loads(p, flags)) continue;
+        wanted++;
+        if (!(flags & TG_LOAD_ALLOW_MISSING) && !tg_st_find(f, p->name) &&
+            !alias_in_file(ps, f, p))
+            list_add(list, sizeof list, &count, p->name);
+    }
+    if (count)
+        return tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
+                            "%s; TG_LOAD_ALLOW_MISSING keeps their values)", path, list, count,
+                            wanted, flags & TG_LOAD_BUFFERS_ONLY ? "buffers"
+                            : (flags & TG_LOAD_PARAMS_ONLY) || !tg_params_buffer_count(ps)
+                                ? "parameters" : "parameters and buffers");
+    /* 2. file tensors that are no parameter or buffer (the kind a *_ONLY load
+     * leaves alone is no surprise: it is the model's) */
+    for (int i = 0; !(flags & TG_LOAD_ALLOW_EXTRA) && i < tg_st_count(f); i++)
+        if (!tg_params_find(ps, tg_st_name(f, i))) list_add(list, sizeof list, &count,
+                                                            tg_st_name(f, i));
+    if (count)
+        return tg_set_error(TG_ERR_NOT_FOUND, "%s: Unexpected key(s) in state_dict: %s (%d of %d "
+                            "tensors; TG_LOAD_ALLOW_EXTRA ignores them)", path, list, count,
+                            tg_st_count(f));
+    /* 3. shapes and dtypes of the pairs */
+    tg_status st;
+    for (int i = 0; i < tg_st_count(f); i++) {
+        const tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+        if (p && loads(p, flags) && (st = check_pair(f, i, p, tg_st_tensor(f, i), path)))
+            return st;
+    }
+    /* 4. tied names (tg_params_alias) given twice must agree */
+    return flags & TG_LOAD_BUFFERS_ONLY ? TG_OK : check_ties(ps, f, path);
+}
+
 tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags)
 {
     if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params load: NULL argument");
-    if (flags & ~(unsigned)(TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA))
+    const unsigned known = TG_LOAD_ALLOW_MISSING | TG_LOAD_ALLOW_EXTRA | TG_LOAD_PARAMS_ONLY |
+                           TG_LOAD_BUFFERS_ONLY;
+    if (flags & ~known)
         return tg_set_error(TG_ERR_INVALID, "%s: unknown load flags 0x%x", path, flags);
+    if ((flags & TG_LOAD_PARAMS_ONLY) && (flags & TG_LOAD_BUFFERS_ONLY))
+        return tg_set_error(TG_ERR_INVALID, "%s: TG_LOAD_PARAMS_ONLY and TG_LOAD_BUFFERS_ONLY "
+                            "exclude each other", path);
     tg_st_file *f;
     tg_status st = tg_st_load(path, &f);
     if (st) return st;
-
-    char list[NAME_LIST_MAX + 64];
-    int count = 0;
-    list[0] = '\0';
-    /* 1. parameters the file lacks */
-    if (!(flags & TG_LOAD_ALLOW_MISSING)) {
-        for (int i = 0; i < tg_params_count(ps); i++) {
-            const tg_param *p = tg_params_at(ps, i);
-            if (!tg_st_find(f, p->name) && !alias_in_file(ps, f, p))
-                list_add(list, sizeof list, &count, p->name);
-        }
-        if (count) {
-            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Missing key(s) in state_dict: %s (%d of %d "
-                              "parameters; TG_LOAD_ALLOW_MISSING keeps their values)", path, list,
-                              count, tg_params_count(ps));
-            goto done;
+    if (!(st = load_check(ps, f, path, flags))) {
+        /* 5. copy (cannot fail now: shapes equal, both float or both int64) */
+        for (int i = 0; i < tg_st_count(f); i++) {
+            tg_param *p = tg_params_find(ps, tg_st_name(f, i));
+            if (p && loads(p, flags)) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
         }
     }
-    /* 2. file tensors that are no parameter */
-    if (!(flags & TG_LOAD_ALLOW_EXTRA)) {
-        for (int i = 0; i < tg_st_count(f); i++)
-            if (!tg_params_find(ps, tg_st_name(f, i)))
-                list_add(list, sizeof list, &count, tg_st_name(f, i));
-        if (count) {
-            st = tg_set_error(TG_ERR_NOT_FOUND, "%s: Unexpected key(s) in state_dict: %s (%d of %d "
-                              "tensors; TG_LOAD_ALLOW_EXTRA ignores them)", path, list, count,
-                              tg_st_count(f));
-            goto done;
-        }
-    }
-    /* 3. shapes and dtypes of the pairs */
-    for (int i = 0; i < tg_st_count(f); i++) {
-        const tg_param *p = tg_params_find(ps, tg_st_name(f, i));
-        const tg_tensor *t = tg_st_tensor(f, i);
-        if (!p) continue;
-        if (!tg_dtype_is_float(t->dtype)) {
-            st = tg_set_error(TG_ERR_DTYPE, "%s: tensor '%s' has dtype %s, expected a float tensor "
-                              "(F32, F64, F16 or BF16) for a parameter", path, p->name,
-                              tg__st_file_dtype(f, i));
-            goto done;
-        }
-        if (!tg_tensor_same_shape(&p->value, t)) {
-            char a[128], b[128];
-            st = tg_set_error(TG_ERR_SHAPE, "%s: size mismatch for %s: copying a param with shape "
-                              "%s from checkpoint, the shape in current model is %s", path,
-                              p->name, tg_shape_str(t->rank, t->shape, a, sizeof a),
-                              tg_shape_str(p->value.rank, p->value.shape, b, sizeof b));
-            goto done;
-        }
-    }
-    /* 4. tied names (tg_params_alias) given twice must agree */
-    if ((st = check_ties(ps, f, path))) goto done;
-    /* 5. copy (cannot fail now: shapes equal, both float) */
-    for (int i = 0; i < tg_st_count(f); i++) {
-        tg_param *p = tg_params_find(ps, tg_st_name(f, i));
-        if (p) tg_tensor_copy(&p->value, tg_st_tensor(f, i));
-    }
-done:
     tg_st_free(f);
     return st;
 }
@@ -140,8 +183,9 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
 {
     if (!ps || !path) return tg_set_error(TG_ERR_INVALID, "params save: NULL argument");
     int n = tg_params_count(ps), n_alias = tg_params_alias_count(ps);
-    const char **names = tg__malloc(((size_t)(n + n_alias) + 1) * sizeof *names);
-    const tg_tensor **ts = tg__malloc(((size_t)(n + n_alias) + 1) * sizeof *ts);
+    int n_buf = tg_params_buffer_count(ps), total = n + n_alias + n_buf;
+    const char **names = tg__malloc(((size_t)total + 1) * sizeof *names);
+    const tg_tensor **ts = tg__malloc(((size_t)total + 1) * sizeof *ts);
     tg_status st;
     if (!names || !ts) {
         st = tg_set_error(TG_ERR_NOMEM, "%s: out of memory", path);
@@ -155,7 +199,12 @@ tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
             names[n + i] = tg_params_alias_name(ps, i);
             ts[n + i] = &tg_params_alias_target(ps, i)->value;
         }
-        st = tg_st_save(path, n + n_alias, names, ts, n_meta, meta_keys, meta_values);
+        for (int i = 0; i < n_buf; i++) {     /* buffers, in their own dtype */
+            const tg_param *b = tg_params_buffer_at(ps, i);
+            names[n + n_alias + i] = b->name;
+            ts[n + n_alias + i] = &b->value;
+        }
+        st = tg_st_save(path, total, names, ts, n_meta, meta_keys, meta_values);
     }
     tg__free(names);
     tg__free(ts);

@@ -65,14 +65,26 @@ tg_status tg_st_save(const char *path, int n, const char *const *names,
 enum tg_params_load_flags {
     TG_LOAD_ALLOW_MISSING = 1u << 0,   /* store parameters absent from the file keep their values */
     TG_LOAD_ALLOW_EXTRA   = 1u << 1,   /* file tensors with no parameter are ignored */
+    /* Only the parameters: the store's buffers (params.h) are neither
+     * required nor set (a PyTorch weights file that holds no buffers). */
+    TG_LOAD_PARAMS_ONLY   = 1u << 2,
+    /* Only the buffers: required (unless ALLOW_MISSING) and set; the file's
+     * parameters are ignored (a buffers file beside a weights file; with
+     * ALLOW_EXTRA also the buffers tgraph recomputes, such as Crossformer's
+     * and PatchTST's sinusoidal pe). Not with TG_LOAD_PARAMS_ONLY. */
+    TG_LOAD_BUFFERS_ONLY  = 1u << 3,
 };
 
-/* Set every parameter of ps from the tensor of the same name in a
- * safetensors file (F32/F64 converted to the store's dtype). By default
- * (strict, like load_state_dict) a missing, extra, misshaped or non-float
- * tensor is an error naming it, and the store is left unchanged. */
+/* Set every parameter and buffer (params.h) of ps from the tensor of the same
+ * name in a safetensors file (F32/F64 converted to the store's dtype; an
+ * int64 buffer takes an integer tensor). By default (strict, like
+ * load_state_dict) a missing, extra, misshaped or mistyped tensor is an error
+ * naming it ("Missing key(s) in state_dict: \"encoder.norm.1.running_mean\""),
+ * and the store is left unchanged. */
 tg_status tg_params_load(tg_params *ps, const char *path, unsigned flags);
-/* Save every parameter under its name (store dtype), with optional metadata. */
+/* Save every parameter under its name (store dtype), its aliases, then every
+ * buffer in its own dtype (num_batches_tracked as I64, as PyTorch's
+ * state_dict), with optional metadata. */
 tg_status tg_params_save(const tg_params *ps, const char *path, int n_meta,
                          const char *const *meta_keys, const char *const *meta_values);
 

@@ -120,12 +120,21 @@ typedef enum tg_key_type {
     TG_KEY_BOOL,       /* true / false; in a struct: bool */
     TG_KEY_INT_LIST    /* [2, 3]; a single integer counts as a list of one; in a struct: tg_int_list */
 } tg_key_type;
-/* Text (the shell strips quotes): op attributes only, as no config struct
- * field holds it. A value of tg_key_type but not one of its enumerators, so
- * that code switching over a layer's key types (the four above, as before
- * issue 18) stays complete under -Wswitch; switch on (int)type to name it. */
+/* Text (the shell strips quotes); in a struct: tg_key_str (a layer's
+ * activation="gelu"). A value of tg_key_type but not one of its enumerators,
+ * so that code switching over the four above (as before issue 18) stays
+ * complete under -Wswitch; switch on (int)type to name it. */
 #define TG_KEY_STRING     ((tg_key_type)4)
 #define TG_KEY_TYPE_COUNT 5
+
+/* The longest string a config struct holds, with its NUL. */
+#define TG_KEY_STR_MAX 32
+
+/* A TG_KEY_STRING key's field in a config struct: the text, NUL-terminated
+ * ("" for null). */
+typedef struct tg_key_str {
+    char s[TG_KEY_STR_MAX];
+} tg_key_str;
 
 typedef struct tg_int_list {
     int     n;
@@ -172,8 +181,9 @@ tg_status tg_keys_resolve(const tg_key *keys, int n, tg_config *cfg, const char 
 /* Check one value against key k (type, null, range); the error names k. */
 tg_status tg_key_check(const tg_key *k, const tg_value *v);
 /* Write values[0..n) (resolved and checked) into the struct at each key's
- * offset: INT int64_t, FLOAT double, BOOL bool, INT_LIST tg_int_list; null
- * as 0. A STRING key is an error (no struct field type for it). */
+ * offset: INT int64_t, FLOAT double, BOOL bool, INT_LIST tg_int_list, STRING
+ * tg_key_str (a text of TG_KEY_STR_MAX bytes or more is an error naming the
+ * key); null as 0. */
 tg_status tg_keys_fill_struct(const tg_key *keys, int n, const tg_value *values, void *config);
 /* The struct from the table's defaults alone (config: zeroed first). The
  * one source of each layer's tg_X_defaults(). */

@@ -205,6 +205,13 @@ tg_status tg_checkpoint_save(const char *path, const tg_params *ps, const tg_opt
                 st = list_addf(&l, &p->state[s], TG_CKPT_PREFIX "optim.%s.%s", slot, p->name);
         }
     }
+    for (int i = 0; i < tg_params_buffer_count(ps) && !st; i++) {   /* own dtype: I64 stays */
+        tg_param *b = tg_params_buffer_at(ps, i);
+        if (!strncmp(b->name, TG_CKPT_PREFIX, strlen(TG_CKPT_PREFIX)))
+            st = tg_set_error(TG_ERR_INVALID, "checkpoint: buffer name '%s' uses the reserved "
+                              "prefix " TG_CKPT_PREFIX, b->name);
+        else st = list_add(&l, b->name, &b->value, false);
+    }
     if (!st) st = list_add(&l, TG_CKPT_PREFIX "rng.data", &t_rng0, false);
     if (!st) st = list_add(&l, TG_CKPT_PREFIX "rng.dropout", &t_rng1, false);
     if (!st && ck->scaler) {
@@ -457,30 +464,47 @@ fail:
     return st;
 }
 
+/* Store entry i: the parameters, then the buffers (params.h). */
+static tg_param *ckpt_entry(const tg_params *ps, int i)
+{
+    int n = tg_params_count(ps);
+    return i < n ? tg_params_at(ps, i) : tg_params_buffer_at(ps, i - n);
+}
+
+/* Entry p's tensor in the file: present, float (an int64 buffer: I64), same shape. */
+static tg_status ckpt_entry_check(const tg_checkpoint *ck, const char *path, const tg_param *p)
+{
+    char b1[96], b2[96];
+    const tg_tensor *t = tg_st_find(ck->file, p->name);
+    const bool int_buffer = p->buffer && p->value.dtype == TG_I64;
+    if (!t)
+        return tg_set_error(TG_ERR_NOT_FOUND, "%s: missing %s '%s' %s (a checkpoint of a "
+                            "different model or configuration?)", path,
+                            p->buffer ? "buffer" : "parameter", p->name,
+                            tg_shape_str(p->value.rank, p->value.shape, b1, sizeof b1));
+    if (int_buffer ? t->dtype != TG_I64 : !tg_dtype_is_float(t->dtype))
+        return tg_set_error(TG_ERR_DTYPE, "%s: %s '%s' has dtype %s, expected %s", path,
+                            p->buffer ? "buffer" : "parameter", p->name, tg_dtype_name(t->dtype),
+                            int_buffer ? "int64" : "a float type");
+    if (!tg_tensor_same_shape(t, &p->value))
+        return tg_set_error(TG_ERR_SHAPE, "%s: size mismatch for %s: copying a param "
+                            "with shape %s from checkpoint, the shape in current model is %s",
+                            path, p->name, tg_shape_str(t->rank, t->shape, b1, sizeof b1),
+                            tg_shape_str(p->value.rank, p->value.shape, b2, sizeof b2));
+    return TG_OK;
+}
+
 tg_status tg_checkpoint_restore_params(const tg_checkpoint *ck, tg_params *ps)
 {
     TG__NONNULL(ck, TG_ERR_INVALID);
     TG__NONNULL(ps, TG_ERR_INVALID);
     if (!ck->file) return tg_set_error(TG_ERR_STATE, "checkpoint: nothing read");
     const char *path = ck->path ? ck->path : "checkpoint";
-    char b1[96], b2[96];
+    const int n = tg_params_count(ps) + tg_params_buffer_count(ps);
+    tg_status st;
     /* check everything first, so a failure leaves ps unchanged */
-    for (int i = 0; i < tg_params_count(ps); i++) {
-        tg_param *p = tg_params_at(ps, i);
-        const tg_tensor *t = tg_st_find(ck->file, p->name);
-        if (!t)
-            return tg_set_error(TG_ERR_NOT_FOUND, "%s: missing parameter '%s' %s (a "
-                                "checkpoint of a different model or configuration?)", path, p->name,
-                                tg_shape_str(p->value.rank, p->value.shape, b1, sizeof b1));
-        if (!tg_dtype_is_float(t->dtype))
-            return tg_set_error(TG_ERR_DTYPE, "%s: parameter '%s' has dtype %s, expected "
-                                "a float type", path, p->name, tg_dtype_name(t->dtype));
-        if (!tg_tensor_same_shape(t, &p->value))
-            return tg_set_error(TG_ERR_SHAPE, "%s: size mismatch for %s: copying a param "
-                                "with shape %s from checkpoint, the shape in current model is %s",
-                                path, p->name, tg_shape_str(t->rank, t->shape, b1, sizeof b1),
-                                tg_shape_str(p->value.rank, p->value.shape, b2, sizeof b2));
-    }
+    for (int i = 0; i < n; i++)
+        if ((st = ckpt_entry_check(ck, path, ckpt_entry(ps, i)))) return st;
     size_t plen = strlen(TG_CKPT_PREFIX);
     for (int i = 0; i < tg_st_count(ck->file); i++) {
         const char *name = tg_st_name(ck->file, i);
@@ -488,8 +512,8 @@ tg_status tg_checkpoint_restore_params(const tg_checkpoint *ck, tg_params *ps)
             return tg_set_error(TG_ERR_NOT_FOUND, "%s: unexpected key '%s' (no parameter "
                                 "of that name in the model)", path, name);
     }
-    for (int i = 0; i < tg_params_count(ps); i++) {
-        tg_param *p = tg_params_at(ps, i);
+    for (int i = 0; i < n; i++) {   /* the buffers bit-exact: the same dtype */
+        tg_param *p = ckpt_entry(ps, i);
         tg_tensor_copy(&p->value, tg_st_find(ck->file, p->name));
     }
     return TG_OK;

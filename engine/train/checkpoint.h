@@ -13,12 +13,17 @@
  *
  * strict=False is only needed for models with buffers that tgraph computes
  * instead of storing (Crossformer's enc_value_embedding.position_embedding.pe,
- * reported as the one missing key); LTSF-Linear loads with strict=True.
+ * reported as the one missing key); LTSF-Linear loads with strict=True. The
+ * buffers tgraph stores (params.h: BatchNorm's running_mean, running_var and
+ * int64 num_batches_tracked) are in the file under their state_dict keys.
  * Checked: tests/fixtures/check_train_pytorch.py runs TSL's Crossformer on
  * the loaded weights and matches `tgraph eval --predictions` to 1e-6.
  *
  * File layout:
  *     <param name>                       the parameter (store dtype)
+ *     <buffer name>                      a buffer (params.h), its own dtype:
+ *                                        running_mean/var (store dtype),
+ *                                        num_batches_tracked (I64), as PyTorch
  *     tgraph.optim.<slot>.<param name>   optimizer state: exp_avg, exp_avg_sq
  *                                        (Adam/AdamW) or momentum_buffer (SGD)
  *     tgraph.rng.data, tgraph.rng.dropout   I64 [4]: xoshiro256** states
@@ -111,10 +116,11 @@ tg_status tg_checkpoint_save(const char *path, const tg_params *ps, const tg_opt
  * below. Errors name the file and the key at fault. */
 tg_status tg_checkpoint_read(const char *path, tg_checkpoint *ck);
 
-/* Set every parameter of ps from the file read into ck (F32/F64 converted).
- * Strict like load_state_dict: a parameter missing from the file, a file
- * tensor outside "tgraph." that is no parameter, or a shape that differs is
- * an error naming it, and ps is left unchanged. */
+/* Set every parameter and buffer of ps from the file read into ck (F32/F64
+ * converted; a buffer of the store's dtype and an int64 buffer come back
+ * bit-exact). Strict like load_state_dict: a parameter or buffer missing from
+ * the file, a file tensor outside "tgraph." that is neither, or a shape or
+ * dtype that differs is an error naming it, and ps is left unchanged. */
 tg_status tg_checkpoint_restore_params(const tg_checkpoint *ck, tg_params *ps);
 
 /* Restore the state tensors of o (an optimizer over ps), its step count and
