@@ -206,8 +206,15 @@ static tg_status detach_forward(tg_node *n)
 
 /* backward: none. An op without one makes a node that requires no gradient
  * (engine/node.c), so nothing flows from y back to x: torch's x.detach(). */
+/* ONNX: the identity (no gradients in an exported model). */
+static tg_status detach_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    TG__ONNX_NODE(m, "Identity", tg__onnx_value(m, n), tg__onnx_in(m, n, 0));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_detach = {.name = "detach", .forward = detach_forward,
-                                .flags = TG_OP_FWD_INPLACE, .flops = tg__flops_none};
+                                .flags = TG_OP_FWD_INPLACE, .flops = tg__flops_none, .onnx = detach_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -12,8 +12,10 @@
  *      into the test's temporary directory, or $TGRAPH_ORT_DIR when it
  *      names a directory holding node_modules/onnxruntime-node): the
  *      outputs equal `tgraph run` on the same inputs and weights to 1e-5,
- *      for every layer (skipped with a message when node, npm or the npm
- *      registry cannot be had).
+ *      for every layer, at the export's batch and (a symbolic batch) at
+ *      another, and for trained checkpoints of crossformer, dlinear,
+ *      patchtst, itransformer and gpt (skipped with a message when node, npm
+ *      or the npm registry cannot be had).
  * The runner is tests/onnx_run.js.
  */
 #include <errno.h>
@@ -803,7 +805,8 @@ Test(onnx, onnxruntime_equals_tgraph_run)
     /* these export with a symbolic batch (the others say why not on stderr) */
     static const char *const dynamic[] = {"full_attention", "attention_layer", "tsa",
                                           "seg_merging", "assa_topk", "assa_paper", "crossformer",
-                                          "linear_forecast", "dlinear", "gpt"};
+                                          "linear_forecast", "dlinear", "patchtst",
+                                          "itransformer", "gpt"};
     for (int i = 0; i < tg_layer_class_count(); i++) {
         const char *name = tg_layer_class_at(i)->name;
         bool symbolic = compare_with_ort(modules, name, NULL, 0, !strcmp(name, "full_attention"),
@@ -864,6 +867,12 @@ Test(onnx, onnxruntime_equals_tgraph_run_on_trained_models)
     compare_trained(modules, "dlinear", TRAIN("--model", "dlinear", "--set", "seq_len=48",
                                               "pred_len=12", "--max-steps", "20", "--batch-size",
                                               "8", "--quiet"), "B=3");
+    compare_trained(modules, "patchtst", TRAIN("--model", "patchtst", "--set", "seq_len=48",
+                                               "pred_len=12", "--max-steps", "20", "--batch-size",
+                                               "8", "--quiet"), "B=3");
+    compare_trained(modules, "itransformer", TRAIN("--model", "itransformer", "--set",
+                                                   "seq_len=48", "pred_len=12", "--max-steps",
+                                                   "20", "--batch-size", "8", "--quiet"), "B=3");
     FILE *f = fopen(tt_path("in.txt"), "w");
     cr_assert(f);
     for (int i = 0; i < 40; i++) fputs("the quick brown fox jumps over the lazy dog\n", f);
