@@ -46,6 +46,7 @@ typedef struct {
     int            n_rows, base;
     int64_t        params, trainable;
     double         param_bytes;  /* every parameter's value (gradients as many, Adam twice) */
+    double         buffer_bytes; /* the buffers' (BatchNorm's running statistics): no gradient */
     double         leaf_bytes;   /* the values of inputs and constants (outside the plan) */
     double         planned;      /* < 0: the plan is over the memory left (plan_error) */
     char           plan_error[320];
@@ -94,7 +95,7 @@ static void scope_memory(const summary *S, int s, sum_row *r)
     for (int64_t i = 0; i < N; i++) {
         const tg_node *nd = tg_graph_node(g, (int)i);
         if (!tg_cli_scope_within(g, nd->scope, s)) continue;
-        if (nd->kind == TG_NODE_PARAM)
+        if (nd->kind == TG_NODE_PARAM && !(nd->param && nd->param->buffer))   /* buffers apart */
             r->param_bytes += (double)nd->value.numel * (double)tg_dtype_size(nd->value.dtype);
         if (nd->kind != TG_NODE_OP || S->planned < 0) continue;
         double f = (double)tg_graph_plan_live_bytes(g, i);
@@ -210,17 +211,22 @@ static void print_text_table(const summary *S, FILE *f, int ncol)
 /* The training step's memory, the sum of the per-module columns' totals. */
 static void print_memory_total(const summary *S, FILE *f, const char *pre)
 {
-    char t[48], p[48], a[48], l[48], pl[48];
-    /* values, gradients, Adam's two moments, inputs */
-    double known = 4 * S->param_bytes + S->leaf_bytes;
+    char t[48], p[48], a[48], l[48], pl[48], bu[64] = "";
+    /* values, gradients, Adam's two moments, buffers, inputs */
+    double known = 4 * S->param_bytes + S->buffer_bytes + S->leaf_bytes;
+    if (S->buffer_bytes > 0) {
+        char v[48];
+        tg_cli_fmt_bytes(S->buffer_bytes, v, sizeof v);
+        snprintf(bu, sizeof bu, " + buffers %s", v);
+    }
     tg_cli_fmt_bytes(S->param_bytes, p, sizeof p);
     tg_cli_fmt_bytes(2 * S->param_bytes, a, sizeof a);
     tg_cli_fmt_bytes(S->leaf_bytes, l, sizeof l);
     tg_cli_fmt_bytes(S->planned < 0 ? known : known + S->planned, t, sizeof t);
     tg_cli_fmt_bytes(S->planned, pl, sizeof pl);
     fprintf(f, "%sTraining step's memory%s: %s = parameters %s + gradients %s + Adam state %s "
-            "(2 moments a parameter, tgraph train's default optimizer) + inputs %s%s%s%s\n",
-            pre, S->planned < 0 ? " without the plan" : "", t, p, p, a, l,
+            "(2 moments a parameter, tgraph train's default optimizer)%s + inputs %s%s%s%s\n",
+            pre, S->planned < 0 ? " without the plan" : "", t, p, p, a, bu, l,
             S->planned < 0 ? "" : " + the plan ", S->planned < 0 ? "" : pl,
             S->planned < 0 ? "" : " (tgraph bench measures it as train_peak_alloc_mb, with "
             "the graph's bookkeeping)");
@@ -416,6 +422,10 @@ static int gather(summary *S)
         S->params += p->value.numel;
         S->param_bytes += (double)p->value.numel * (double)tg_dtype_size(p->value.dtype);
         if (!p->frozen) S->trainable += p->value.numel;
+    }
+    for (int i = 0; i < tg_params_buffer_count(S->c.ps); i++) {
+        const tg_param *p = tg_params_buffer_at(S->c.ps, i);
+        S->buffer_bytes += (double)p->value.numel * (double)tg_dtype_size(p->value.dtype);
     }
     for (int i = 0; i < tg_graph_node_count(S->c.g); i++) {
         const tg_node *nd = tg_graph_node(S->c.g, i);
