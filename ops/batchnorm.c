@@ -171,6 +171,9 @@ static tg_status bn_onnx(const tg_node *n, struct tg_onnx *m)
 {
     const bn_attr *a = n->attr;
     const int64_t C = n->value.rank > 1 ? n->value.shape[1] : 1;
+    if (tg_graph_training(n->graph))
+        return tg__onnx_fail(m, TG_ERR_INVALID, "onnx export: batch_norm in training mode (batch "
+                             "statistics) has no inference form: build the graph in eval mode");
     const char *wb[2];
     for (int k = 0; k < 2; k++) {
         int idx = k ? a->bi : a->wi;

@@ -146,6 +146,9 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
 /* ONNX: the identity (an exported graph is for inference). */
 static tg_status drop_onnx(const tg_node *n, struct tg_onnx *m)
 {
+    if (tg_graph_training(n->graph) && ((const drop_attr *)n->attr)->p > 0)
+        return tg__onnx_fail(m, TG_ERR_INVALID, "onnx export: dropout in training mode has no "
+                             "inference form: build the graph in eval mode");
     TG__ONNX_NODE(m, "Identity", tg__onnx_value(m, n), tg__onnx_in(m, n, 0));
     return tg__onnx_status(m);
 }

@@ -14,7 +14,8 @@
  *      outputs equal `tgraph run` on the same inputs and weights to 1e-5,
  *      for every layer, at the export's batch and (a symbolic batch) at
  *      another, and for trained checkpoints of crossformer, dlinear,
- *      patchtst, itransformer and gpt (skipped with a message when node, npm
+ *      patchtst, itransformer and gpt; and every op of the registry but the
+ *      losses on its gradcheck case (skipped with a message when node, npm
  *      or the npm registry cannot be had).
  * The runner is tests/onnx_run.js.
  */
@@ -405,6 +406,19 @@ Test(onnx, an_op_without_an_onnx_form_is_named)
     cr_assert_eq(tg_graph_onnx_save(g, 1, &z, (const char *[]){"y"}, path), TG_ERR_INVALID);
     tt_assert_last_error("from another graph");
     tg_graph_free(h);
+    tg_graph_free(g);
+}
+
+Test(onnx, training_mode_dropout_and_batch_norm_are_refused)
+{
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_graph_set_training(g, true);
+    tg_node *x = tg_input(g, "x", TG_F32, 2, (const int64_t[]){4, 3});
+    tg_node *y = tg_dropout(g, x, 0.5);
+    cr_assert(y, "%s", tg_graph_error(g));
+    cr_assert_eq(tg_graph_onnx_save(g, 1, &y, (const char *[]){"y"}, tt_path("d.onnx")),
+                 TG_ERR_INVALID);
+    tt_assert_last_error("dropout in training mode");
     tg_graph_free(g);
 }
 
@@ -881,4 +895,201 @@ Test(onnx, onnxruntime_equals_tgraph_run_on_trained_models)
                                           "n_head=2", "n_embd=16", "block_size=8", "dropout=0",
                                           "--batch-size", "4", "--eval-iters", "2", "--max-steps",
                                           "8", "--quiet"), "B=2");
+}
+
+/* ---- every op: its registry gradcheck case (the `check` spec, ops/registry.h)
+ * in float32, through onnxruntime, against tgraph's forward ---- */
+
+/* ---- a case spec: "dim=1;[3,4];i64[3,2]" ---- */
+
+typedef struct {
+    tg_config *cfg;
+    int        n_in;
+    int        rank[TG_OP_MAX_INPUTS];
+    int64_t    shape[TG_OP_MAX_INPUTS][TG_MAX_RANK];
+    int        dtype[TG_OP_MAX_INPUTS];   /* -1: from the input's kind */
+} spec;
+
+static void spec_parse(const char *op, const char *text, spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = tg_config_new();
+    cr_assert(s->cfg);
+    size_t len = strlen(text);
+    char *buf = malloc(len + 1);
+    cr_assert(buf);
+    memcpy(buf, text, len + 1);
+    for (char *item = strtok(buf, ";"); item; item = strtok(NULL, ";")) {
+        while (*item == ' ') item++;
+        int dt = -1;
+        char *br = strchr(item, '[');
+        if (br && (br == item || !strchr(item, '='))) {
+            if (!strncmp(item, "i64[", 4)) dt = TG_I64;
+            else if (!strncmp(item, "f64[", 4)) dt = TG_F64;
+            else if (!strncmp(item, "bool[", 5)) dt = TG_BOOL;
+            else cr_assert(br == item, "%s: bad shape item '%s'", op, item);
+            tg_value v;
+            int n = 0;
+            cr_assert(tg_value_parse(br, &v) == TG_OK, "%s: shape '%s': %s", op, item,
+                      tg_last_error());
+            cr_assert(tg_value_as_int_list(&v, "shape", s->shape[s->n_in], TG_MAX_RANK, &n) ==
+                      TG_OK, "%s: shape '%s': %s", op, item, tg_last_error());
+            tg_value_free(&v);
+            cr_assert(s->n_in < TG_OP_MAX_INPUTS);
+            s->rank[s->n_in] = n;
+            s->dtype[s->n_in++] = dt;
+        } else {
+            cr_assert(tg_config_set(s->cfg, item) == TG_OK, "%s: attribute '%s': %s", op, item,
+                      tg_last_error());
+        }
+    }
+    free(buf);
+}
+
+static bool kind_takes(tg_op_input_kind k, tg_dtype dt)
+{
+    switch (k) {
+    case TG_OP_IN_INDEX: return dt == TG_I64;
+    case TG_OP_IN_MASK: return dt == TG_BOOL;
+    case TG_OP_IN_TARGET: return dt == TG_I64 || tg_dtype_is_float(dt);
+    case TG_OP_IN_ANY: return true;
+    default: return tg_dtype_is_float(dt);
+    }
+}
+
+/* The spec's input tensors: drawn by the registry's rules where the dtype fits
+ * the input (float and bool first, then int64 indices, which read them), zeros
+ * where it does not (a bad-input case). Returns false with tg_last_error() set
+ * when a rule refuses. */
+static bool spec_tensors(const tg_op_call *c, const spec *s, tg_tensor **t, uint64_t seed)
+{
+    tg_rng rng;
+    tg_rng_seed(&rng, seed);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < s->n_in; i++) {
+            tg_dtype dt = s->dtype[i] >= 0 ? (tg_dtype)s->dtype[i] : tg_op_input_dtype(c->op, i);
+            if ((dt == TG_I64) != (pass == 1)) continue;
+            t[i] = tg_tensor_new(dt, s->rank[i], s->shape[i]);
+            cr_assert(t[i], "%s: %s", c->op->name, tg_last_error());
+            const tg_op_input *in = tg_op_input_at(c->op, i);
+            if (in && kind_takes(in->kind, dt) &&
+                tg_op_random_input(c, i, (const tg_tensor *const *)t, t[i], &rng))
+                return false;
+        }
+    return true;
+}
+
+static void free_tensors(tg_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++) tg_tensor_free(t[i]);
+}
+
+/* Ops the export does not cover: losses (the forward of a model only). */
+static bool no_onnx_form(const char *op)
+{
+    return !strcmp(op, "mse_loss") || !strcmp(op, "cross_entropy") || !strcmp(op, "causal_mask");
+}
+
+Test(onnx, every_op_has_an_onnx_form_but_the_losses)
+{
+    for (int i = 0; i < tg_op_count(); i++) {
+        const tg_op_def *d = tg_op_at(i);
+        if (no_onnx_form(d->name)) continue;
+        cr_assert(d->desc && d->desc->onnx, "op %s has no ONNX hook (tg_op.onnx)", d->name);
+    }
+}
+
+/* Op d on its check case: inputs and outputs as .npy under tag, the model exported; the
+ * number of outputs. */
+static int op_case(const tg_op_def *d, const char *tag, char items[][320], int *n_items,
+                   char outs[][128])
+{
+    spec sp;
+    tg_op_call c;
+    spec_parse(d->name, d->check, &sp);
+    for (int k = 0; k < TG_OP_MAX_ATTRS && d->attrs[k].name; k++)   /* inference: eval mode */
+        if (!strcmp(d->attrs[k].name, "training")) cr_assert(!tg_config_set(sp.cfg, "training=false"));
+    cr_assert_eq(tg_op_call_init(&c, d, sp.cfg), TG_OK, "%s: %s", d->name, tg_last_error());
+    tg_tensor *t[TG_OP_MAX_INPUTS] = {0};
+    cr_assert(spec_tensors(&c, &sp, t, 3), "%s: %s", d->name, tg_last_error());
+    tg_graph *g = tg_graph_new(TG_F32);
+    tg_node *in[TG_OP_MAX_INPUTS], *out[TG_OP_MAX_OUTPUTS];
+    int n_out = 0;
+    cr_assert_eq(tg_op_make_inputs(g, d, t, sp.n_in, false, in), TG_OK, "%s", tg_last_error());
+    cr_assert_eq(tg_op_build(g, &c, in, sp.n_in, out, TG_OP_MAX_OUTPUTS, &n_out), TG_OK, "%s: %s",
+                 d->name, tg_graph_error(g));
+    for (int k = 0; k < n_out; k++) tg_node_keep(out[k]);
+    cr_assert_eq(tg_graph_forward(g), TG_OK, "%s: %s", d->name, tg_last_error());
+    *n_items = 0;
+    for (int k = 0; k < sp.n_in; k++) {
+        if (!in[k]) continue;
+        char file[160];
+        snprintf(file, sizeof file, "%s.in%d.npy", tag, k);
+        cr_assert_eq(tg_npy_save(tt_path(file), tg_node_value(in[k])), TG_OK);
+        snprintf(items[(*n_items)++], 320, "%s=%s", tg_node_name(in[k]), tt_path(file));
+    }
+    const char *names[TG_OP_MAX_OUTPUTS];
+    for (int k = 0; k < n_out; k++) {
+        snprintf(outs[k], 128, "out%d", k);
+        names[k] = outs[k];
+        char file[160];
+        snprintf(file, sizeof file, "%s.want%d.npy", tag, k);
+        cr_assert_eq(tg_npy_save(tt_path(file), tg_node_value(out[k])), TG_OK);
+    }
+    char model[160];
+    snprintf(model, sizeof model, "%s.onnx", tag);
+    cr_assert_eq(tg_graph_onnx_save(g, n_out, out, names, tt_path(model)), TG_OK, "%s: %s",
+                 d->name, tg_last_error());
+    tg_graph_free(g);
+    free_tensors(t, sp.n_in);
+    tg_op_call_free(&c);
+    tg_config_free(sp.cfg);
+    return n_out;
+}
+
+Test(onnx, every_op_through_onnxruntime)
+{
+    const char *modules = ort_modules();
+    char np[600];
+    snprintf(np, sizeof np, "NODE_PATH=%s", modules);
+    char **env = tt_env_with((const char *[]){np, NULL});
+    for (int i = 0; i < tg_op_count(); i++) {
+        const tg_op_def *d = tg_op_at(i);
+        if (no_onnx_form(d->name) || !d->check) continue;
+        char tag[64], items[TG_OP_MAX_INPUTS][320], outs[TG_OP_MAX_OUTPUTS][128], model[160];
+        char outdir[160];
+        int n_items;
+        snprintf(tag, sizeof tag, "op_%s", d->name);
+        int n_out = op_case(d, tag, items, &n_items, outs);
+        snprintf(model, sizeof model, "%s.onnx", tt_path(tag));
+        snprintf(outdir, sizeof outdir, "%s.ort", tt_path(tag));
+        cr_assert_eq(mkdir(outdir, 0755), 0);
+        const char *node[TG_OP_MAX_INPUTS + 8] = {"node", "tests/onnx_run.js", model, outdir};
+        for (int k = 0; k < n_items; k++) node[4 + k] = items[k];
+        node[4 + n_items] = NULL;
+        const char *log = tt_path("node.log");
+        cr_assert_eq(spawn_wait(node, log, env), 0, "%s: onnxruntime: %s", d->name, log_tail(log));
+        double worst = 0;
+        for (int k = 0; k < n_out; k++) {
+            char gp[320], wf[128];
+            snprintf(gp, sizeof gp, "%s/%s.npy", outdir, outs[k]);
+            snprintf(wf, sizeof wf, "%s.want%d.npy", tag, k);
+            tg_tensor *got, *want;
+            cr_assert_eq(tg_npy_load(gp, &got), TG_OK, "%s: %s", d->name, tg_last_error());
+            cr_assert_eq(tg_npy_load(tt_path(wf), &want), TG_OK, "%s", tg_last_error());
+            if (want->dtype == TG_F32) {
+                double ad, rd;
+                diffs(got, want, &ad, &rd);
+                worst = ad > worst ? ad : worst;
+            }
+            char msg[128];
+            snprintf(msg, sizeof msg, "op %s output %d: onnxruntime against tgraph", d->name, k);
+            tt_assert_close(got, want, 1e-5, 1e-5, msg);
+            tg_tensor_free(got);
+            tg_tensor_free(want);
+        }
+        fprintf(stderr, "onnxruntime: op %s (%s): %d output(s), max abs diff %.3g\n", d->name,
+                d->check, n_out, worst);
+    }
+    tt_env_free(env);
 }
