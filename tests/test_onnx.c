@@ -1072,7 +1072,7 @@ Test(onnx, every_op_through_onnxruntime)
         double worst = 0;
         for (int k = 0; k < n_out; k++) {
             char gp[320], wf[128];
-            snprintf(gp, sizeof gp, "%s/%s.npy", outdir, outs[k]);
+            snprintf(gp, sizeof gp, "%s/%.100s.npy", outdir, outs[k]);
             snprintf(wf, sizeof wf, "%s.want%d.npy", tag, k);
             tg_tensor *got, *want;
             cr_assert_eq(tg_npy_load(gp, &got), TG_OK, "%s: %s", d->name, tg_last_error());
