@@ -50,7 +50,7 @@ TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 # Headers installed under include/tgraph/; the rest are library-private.
-PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/instantiate.h engine/io/json.h engine/io/io_internal.h \
+PRIVATE_HEADERS := engine/internal.h engine/graph_impl.h engine/generic.h engine/instantiate.h engine/io/json.h engine/io/io_internal.h engine/io/onnx.h engine/io/onnx_internal.h \
                    engine/io/st_internal.h ops/ops_internal.h ops/registry_internal.h ops/einops_parse.h \
                    ops/einops_kernels.h ops/einsum_parse.h ops/gemm_internal.h $(wildcard ops/simd/*.h)
 PUBLIC_HEADERS  := $(filter-out $(PRIVATE_HEADERS),$(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h)) $(wildcard ops/*.h layers/*.h))

@@ -82,6 +82,8 @@ enum tg_op_flags {
     TG_OP_FWD_INPLACE = 1u << 8,
 };
 
+struct tg_onnx;   /* an ONNX model being written (engine/io/onnx.h) */
+
 typedef struct tg_op {
     const char *name;                          /* "einsum", "softmax" */
     tg_status (*forward)(tg_node *n);
@@ -98,6 +100,12 @@ typedef struct tg_op {
      * elementwise op). Views count 0 whatever this says. */
     double (*flops)(const tg_node *n);
     unsigned flags;                            /* enum tg_op_flags */
+    /* ONNX export (tg_graph_onnx_save): add the ONNX nodes that compute n's
+     * value, named tg__onnx_value(m, n), from its inputs' values
+     * (tg__onnx_in); inference semantics (dropout is the identity). NULL:
+     * the op has no ONNX form, and exporting a graph that uses it fails
+     * naming it. */
+    tg_status (*onnx)(const tg_node *n, struct tg_onnx *m);
 } tg_op;
 
 struct tg_node {

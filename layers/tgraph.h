@@ -53,7 +53,7 @@
  *    weights moved to and from PyTorch by name (tensor_io.h: tg_params_load).
  *
  * Headers: error.h tensor.h rng.h graph.h params.h gradcheck.h dot.h svg.h
- * optim.h threads.h tensor_io.h value.h dataset.h checkpoint.h (engine), ops.h (every op), op.h
+ * optim.h threads.h tensor_io.h onnx_export.h value.h dataset.h checkpoint.h (engine), ops.h (every op), op.h
  * (writing your own op), layers.h and layer.h (the layers).
  * Ownership: a graph owns its nodes and buffers (tg_graph_free), a store its
  * parameters (tg_params_free); every _new has its _free.
@@ -75,6 +75,7 @@
 #include "threads.h"
 #include "ops.h"
 #include "tensor_io.h"
+#include "onnx_export.h"
 #include "value.h"
 #include "registry.h"
 #include "dataset.h"

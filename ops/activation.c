@@ -126,10 +126,38 @@ static void gelu_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "approximate=%s", tg_gelu_approx_name(((const gelu_attr *)n->attr)->approx));
 }
 
+/* ONNX: GELU in its Erf form, x * 0.5 * (1 + erf(x / sqrt 2)) (opset 17 has no Gelu), or
+ * its tanh form x * 0.5 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static tg_status gelu_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const tg_dtype dt = n->value.dtype;
+    const char *x = tg__onnx_in(m, n, 0), *t = tg__onnx_tmp(m, n, "t");
+    if (((const gelu_attr *)n->attr)->approx == TG_GELU_TANH) {
+        const char *x2 = tg__onnx_tmp(m, n, "x2"), *x3 = tg__onnx_tmp(m, n, "x3");
+        const char *c3 = tg__onnx_tmp(m, n, "c3"), *s = tg__onnx_tmp(m, n, "s");
+        const char *u = tg__onnx_tmp(m, n, "u");
+        TG__ONNX_NODE(m, "Mul", x2, x, x);
+        TG__ONNX_NODE(m, "Mul", x3, x2, x);
+        TG__ONNX_NODE(m, "Mul", c3, x3, tg__onnx_const_scalar(m, dt, 0.044715));
+        TG__ONNX_NODE(m, "Add", s, x, c3);
+        TG__ONNX_NODE(m, "Mul", u, s, tg__onnx_const_scalar(m, dt, 0.7978845608028654 /* sqrt(2 / pi) */));
+        TG__ONNX_NODE(m, "Tanh", t, u);
+    } else {
+        const char *u = tg__onnx_tmp(m, n, "u");
+        TG__ONNX_NODE(m, "Div", u, x, tg__onnx_const_scalar(m, dt, sqrt(2.0)));
+        TG__ONNX_NODE(m, "Erf", t, u);
+    }
+    const char *p = tg__onnx_tmp(m, n, "p"), *xp = tg__onnx_tmp(m, n, "xp");
+    TG__ONNX_NODE(m, "Add", p, t, tg__onnx_const_scalar(m, dt, 1.0));
+    TG__ONNX_NODE(m, "Mul", xp, x, p);
+    TG__ONNX_NODE(m, "Mul", tg__onnx_value(m, n), xp, tg__onnx_const_scalar(m, dt, 0.5));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_gelu = {.name = "gelu", .forward = gelu_forward,
                               .backward = gelu_backward, .describe = gelu_describe,
                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE | TG_OP_BWD_FRESH |
-                                       TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE};
+                                       TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE, .onnx = gelu_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

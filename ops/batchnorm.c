@@ -165,11 +165,37 @@ static double bn_flops(const tg_node *n)
     return (double)n->value.numel * (5.0 + (a->wi >= 0) + (a->bi >= 0));
 }
 
+/* ONNX: BatchNormalization with the running statistics (inference, training_mode 0);
+ * without a weight (or bias) a ones (zeros) [C] stands in. */
+static tg_status bn_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const bn_attr *a = n->attr;
+    const int64_t C = n->value.rank > 1 ? n->value.shape[1] : 1;
+    if (tg_graph_training(n->graph))
+        return tg__onnx_fail(m, TG_ERR_INVALID, "onnx export: batch_norm in training mode (batch "
+                             "statistics) has no inference form: build the graph in eval mode");
+    const char *wb[2];
+    for (int k = 0; k < 2; k++) {
+        int idx = k ? a->bi : a->wi;
+        if (idx >= 0) {
+            wb[k] = tg__onnx_in(m, n, idx);
+            continue;
+        }
+        wb[k] = tg__onnx_tmp(m, n, k ? "bias" : "weight");
+        TG__ONNX_NODE(m, "Expand", wb[k], tg__onnx_const_scalar(m, n->value.dtype, k ? 0 : 1),
+                      tg__onnx_const_i64(m, 1, &C));
+    }
+    TG__ONNX_NODE(m, "BatchNormalization", tg__onnx_value(m, n), tg__onnx_in(m, n, 0), wb[0],
+                  wb[1], tg__onnx_in(m, n, 1), tg__onnx_in(m, n, 2));
+    tg__onnx_attr_float(m, "epsilon", a->eps);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_batch_norm = {.name = "batch_norm", .forward = bn_forward,
                                     .backward = bn_backward, .describe = bn_describe,
                                     /* reads x and the saved mean, rstd; never recomputed:
                                      * a training forward moves the running statistics */
-                                    .flags = TG_OP_BWD_NO_OUTPUT, .flops = bn_flops};
+                                    .flags = TG_OP_BWD_NO_OUTPUT, .flops = bn_flops, .onnx = bn_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -357,9 +357,23 @@ static void cat_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "dim=%d", ((const cat_attr *)n->attr)->dim);
 }
 
+/* ONNX: Concat along dim. */
+static tg_status cat_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const char *in[64];
+    if (n->n_in > 64)
+        return tg__onnx_fail(m, TG_ERR_LIMIT, "onnx export: cat of %d tensors (at most %d)",
+                             n->n_in, 64);
+    for (int i = 0; i < n->n_in; i++) in[i] = tg__onnx_in(m, n, i);
+    const char *out = tg__onnx_value(m, n);
+    tg__onnx_node(m, "Concat", n->n_in, in, 1, &out);
+    tg__onnx_attr_int(m, "axis", ((const cat_attr *)n->attr)->dim);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_cat = {.name = "cat", .forward = cat_forward, .backward = cat_backward,
                              .describe = cat_describe, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                             .flops = tg__flops_none};
+                             .flops = tg__flops_none, .onnx = cat_onnx};
 
 static void slice_describe(const tg_node *n, char *buf, size_t len)
 {
@@ -368,20 +382,45 @@ static void slice_describe(const tg_node *n, char *buf, size_t len)
              (long long)a->step);
 }
 
+/* ONNX: Slice(x, [start], [stop], [dim], [step]). */
+static tg_status slice_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const take_attr *a = n->attr;
+    const int64_t axis = a->dim;
+    TG__ONNX_NODE(m, "Slice", tg__onnx_value(m, n), tg__onnx_in(m, n, 0),
+                  tg__onnx_const_i64(m, 1, &a->start), tg__onnx_const_i64(m, 1, &a->stop),
+                  tg__onnx_const_i64(m, 1, &axis), tg__onnx_const_i64(m, 1, &a->step));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_slice = {.name = "slice", .forward = take_forward,
                                .backward = take_backward, .describe = slice_describe,
                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                               .flops = tg__flops_none};
+                               .flops = tg__flops_none, .onnx = slice_onnx};
 static void index_select_describe(const tg_node *n, char *buf, size_t len)
 {
     snprintf(buf, len, "dim=%d", ((const take_attr *)n->attr)->dim);
+}
+
+/* ONNX: Gather(x, index, axis=dim); a 0-d index is taken as [1] (torch keeps the dim). */
+static tg_status index_select_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const char *idx = tg__onnx_in(m, n, 1);
+    if (n->in[1]->value.rank == 0) {
+        const char *r = tg__onnx_tmp(m, n, "index");
+        tg__onnx_reshape(m, idx, r, 1, (const int64_t[]){1});
+        idx = r;
+    }
+    TG__ONNX_NODE(m, "Gather", tg__onnx_value(m, n), tg__onnx_in(m, n, 0), idx);
+    tg__onnx_attr_int(m, "axis", ((const take_attr *)n->attr)->dim);
+    return tg__onnx_status(m);
 }
 
 static const tg_op op_index_select = {.name = "index_select", .forward = take_forward,
                                       .backward = take_backward,
                                       .describe = index_select_describe,
                                       .flags = TG_OP_BWD_NO_OUTPUT,   /* reads the index */
-                                      .flops = tg__flops_none};
+                                      .flops = tg__flops_none, .onnx = index_select_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -143,11 +143,21 @@ static void drop_describe(const tg_node *n, char *buf, size_t len)
     snprintf(buf, len, "p=%g", ((const drop_attr *)n->attr)->p);
 }
 
+/* ONNX: the identity (an exported graph is for inference). */
+static tg_status drop_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    if (tg_graph_training(n->graph) && ((const drop_attr *)n->attr)->p > 0)
+        return tg__onnx_fail(m, TG_ERR_INVALID, "onnx export: dropout in training mode has no "
+                             "inference form: build the graph in eval mode");
+    TG__ONNX_NODE(m, "Identity", tg__onnx_value(m, n), tg__onnx_in(m, n, 0));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_dropout = {.name = "dropout", .forward = drop_forward,
                                  .backward = drop_backward, .describe = drop_describe,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
                                           TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY |
-                                          TG_OP_FWD_INPLACE};
+                                          TG_OP_FWD_INPLACE, .onnx = drop_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

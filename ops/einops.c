@@ -338,39 +338,93 @@ static void einops_describe(const tg_node *n, char *buf, size_t len)
         snprintf(buf, len, "%s", a->pattern);
 }
 
+/* ONNX: x reshaped to its elementary axes (repeat: new axes of length 1 appended,
+ * then Expand; reduce: Reduce* over its axes), a Transpose into the output's axis
+ * order, and a Reshape to the output shape. */
+static const char *ein_onnx_axes(const tg_node *n, struct tg_onnx *m, const ein_attr *a,
+                                 const char *x)
+{
+    const tg__ein_recipe *rc = &a->rc;
+    int64_t len[TG__EIN_MAX_AXES], axes[TG__EIN_MAX_AXES];
+    int k = 0;
+    for (int i = 0; i < rc->n_axes; i++) len[i] = i < rc->n_left ? rc->len[i] : 1;
+    const char *e = tg__onnx_tmp(m, n, "axes");
+    tg__onnx_reshape(m, x, e, rc->n_axes, len);
+    if (a->kind == TG__EIN_REPEAT && rc->n_axes > rc->n_left) {
+        const char *r = tg__onnx_tmp(m, n, "repeated");
+        TG__ONNX_NODE(m, "Expand", r, e, tg__onnx_const_i64(m, rc->n_axes, rc->len));
+        return r;
+    }
+    if (a->kind != TG__EIN_REDUCE) return e;
+    for (int i = 0; i < rc->n_left; i++)
+        if (!rc->on_right[i]) axes[k++] = i;
+    if (!k) return e;
+    static const char *const types[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                        "ReduceProd"};
+    const char *r = tg__onnx_tmp(m, n, "reduced");
+    if (a->red == TG_EINOPS_SUM) TG__ONNX_NODE(m, "ReduceSum", r, e, tg__onnx_const_i64(m, k, axes));
+    else TG__ONNX_NODE(m, types[a->red], r, e);
+    if (a->red != TG_EINOPS_SUM) tg__onnx_attr_ints(m, "axes", k, axes);
+    tg__onnx_attr_int(m, "keepdims", 0);
+    return r;
+}
+
+static tg_status einops_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const ein_attr *a = n->attr;
+    const tg__ein_recipe *rc = &a->rc;
+    const char *e = ein_onnx_axes(n, m, a, tg__onnx_in(m, n, 0));
+    int pos[TG__EIN_MAX_AXES], k = 0;   /* axis -> its position after the reduction */
+    for (int i = 0; i < rc->n_axes; i++) pos[i] = i < rc->n_left && !rc->on_right[i] ? -1 : k++;
+    int64_t perm[TG__EIN_MAX_AXES];
+    bool identity = true;
+    for (int j = 0; j < rc->n_right; j++) {
+        perm[j] = pos[rc->right[j]];
+        identity = identity && perm[j] == j;
+    }
+    if (!identity) {
+        const char *t = tg__onnx_tmp(m, n, "permuted");
+        TG__ONNX_NODE(m, "Transpose", t, e);
+        tg__onnx_attr_ints(m, "perm", rc->n_right, perm);
+        e = t;
+    }
+    tg__onnx_reshape_as(m, n, e, tg__onnx_value(m, n));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_rearrange = {.name = "rearrange", .forward = rearrange_forward,
                                    .backward = rearrange_backward, .describe = einops_describe,
                                    .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
                                             TG_OP_BWD_FRESH | TG_OP_RECOMPUTE,
-                                   .flops = tg__flops_none};
+                                   .flops = tg__flops_none, .onnx = einops_onnx};
 static const tg_op op_repeat = {.name = "repeat", .forward = rearrange_forward,
                                 .backward = repeat_backward, .describe = einops_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS |
                                          TG_OP_RECOMPUTE,
-                                .flops = tg__flops_none};
+                                .flops = tg__flops_none, .onnx = einops_onnx};
 static const tg_op op_reduce = {.name = "reduce", .forward = reduce_forward,
                                 .backward = reduce_backward, .describe = einops_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                                .flops = tg__flops_reduce};
+                                .flops = tg__flops_reduce, .onnx = einops_onnx};
 static const tg_op op_reduce_arg = {.name = "reduce", .forward = reduce_forward,
                                     .backward = reduce_backward, .describe = einops_describe,
                                     .kinks = reduce_kinks, .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                                    .flops = tg__flops_reduce};
+                                    .flops = tg__flops_reduce, .onnx = einops_onnx};
 /* prod's backward reads x; int64 reductions take no gradient. */
 static const tg_op op_reduce_prod = {.name = "reduce", .forward = reduce_forward,
                                      .backward = reduce_prod_backward, .describe = einops_describe,
                                      .flags = TG_OP_BWD_NO_OUTPUT,
-                                     .flops = tg__flops_reduce};
+                                     .flops = tg__flops_reduce, .onnx = einops_onnx};
 static const tg_op op_reduce_int = {.name = "reduce", .forward = reduce_forward,
                                     .describe = einops_describe,
-                                    .flops = tg__flops_reduce};
+                                    .flops = tg__flops_reduce, .onnx = einops_onnx};
 /* When no element moves: the same ops as views. */
 static const tg_op op_rearrange_view = {.name = "rearrange", .describe = einops_describe,
-                                        .flags = TG_OP_VIEW};
+                                        .flags = TG_OP_VIEW, .onnx = einops_onnx};
 static const tg_op op_repeat_view = {.name = "repeat", .describe = einops_describe,
-                                     .flags = TG_OP_VIEW};
+                                     .flags = TG_OP_VIEW, .onnx = einops_onnx};
 static const tg_op op_reduce_view = {.name = "reduce", .describe = einops_describe,
-                                     .flags = TG_OP_VIEW};
+                                     .flags = TG_OP_VIEW, .onnx = einops_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -596,10 +596,28 @@ static double einsum_flops(const tg_node *n)
     return f;
 }
 
+/* ONNX: Einsum with the same equation (spaces dropped). */
+static tg_status einsum_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const char *eq = ((const einsum_attr *)n->attr)->equation, *in[EM_MAXOPS];
+    char buf[512];
+    size_t k = 0;
+    for (const char *c = eq; *c && k + 1 < sizeof buf; c++)
+        if (*c != ' ') buf[k++] = *c;
+    buf[k] = '\0';
+    if (n->n_in > EM_MAXOPS || strlen(eq) >= sizeof buf)
+        return tg__onnx_fail(m, TG_ERR_LIMIT, "onnx export: einsum '%.100s' too long", eq);
+    for (int i = 0; i < n->n_in; i++) in[i] = tg__onnx_in(m, n, i);
+    const char *out = tg__onnx_value(m, n);
+    tg__onnx_node(m, "Einsum", n->n_in, in, 1, &out);
+    tg__onnx_attr_str(m, "equation", buf);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_einsum = {.name = "einsum", .forward = einsum_forward,
                                 .backward = einsum_backward, .describe = einsum_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT,
-                                .flops = einsum_flops};
+                                .flops = einsum_flops, .onnx = einsum_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

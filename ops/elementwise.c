@@ -73,17 +73,31 @@ static tg_status binary_backward(tg_node *n)
 
 /* ---- descriptors ---- */
 
+/* ONNX: Add, Sub, Mul, Div (numpy broadcasting, as PyTorch's). */
+static tg_status binary_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    static const char *const types[] = {"Add", "Sub", "Mul", "Div"};
+    const binary_attr *at = n->attr;
+    TG__ONNX_NODE(m, types[at->kind], tg__onnx_value(m, n), tg__onnx_in(m, n, 0),
+                  tg__onnx_in(m, n, 1));
+    return tg__onnx_status(m);
+}
+
 /* add and sub: dx = dy, no value read; mul reads its inputs. Each output
  * element reads the same element of a (whose shape it has when the planner
  * writes in place) before it is written: TG_OP_FWD_INPLACE. */
 #define BIN_FLAGS (TG_OP_BWD_FRESH | TG_OP_FWD_INPLACE)
 static const tg_op op_add = {.name = "add", .forward = binary_forward, .backward = binary_backward,
+                             .onnx = binary_onnx,
                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
 static const tg_op op_sub = {.name = "sub", .forward = binary_forward, .backward = binary_backward,
+                             .onnx = binary_onnx,
                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | BIN_FLAGS};
 static const tg_op op_mul = {.name = "mul", .forward = binary_forward, .backward = binary_backward,
+                             .onnx = binary_onnx,
                              .flags = TG_OP_BWD_NO_OUTPUT | BIN_FLAGS};
 static const tg_op op_div = {.name = "div", .forward = binary_forward, .backward = binary_backward,
+                             .onnx = binary_onnx,
                              .flags = BIN_FLAGS};
 #undef BIN_FLAGS
 
@@ -149,20 +163,38 @@ static uint64_t relu_kinks(const tg_node *n)
 /* Every unary op reads element i before it writes element i, forward (x[i]
  * for y[i]) and backward (dy[i] for dx[i]): the planner may write either in
  * place (TG_OP_FWD_INPLACE, TG_OP_BWD_DX_OVER_DY). */
+/* ONNX: scale as Mul by a constant, square as Mul(x, x), the others one node each. */
+static tg_status unary_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    static const char *const types[] = {"Mul", "Neg", "Exp", "Log", "Sqrt", "Mul", "Relu"};
+    const unary_attr *at = n->attr;
+    const char *x = tg__onnx_in(m, n, 0), *y = tg__onnx_value(m, n);
+    if (at->kind == UN_SCALE)
+        TG__ONNX_NODE(m, "Mul", y, x, tg__onnx_const_scalar(m, n->value.dtype, at->s));
+    else if (at->kind == UN_SQUARE)
+        TG__ONNX_NODE(m, "Mul", y, x, x);
+    else
+        TG__ONNX_NODE(m, types[at->kind], y, x);
+    return tg__onnx_status(m);
+}
+
 #define UN_FLAGS (TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_DY | TG_OP_FWD_INPLACE)
 #define UNARY_OP(nm) {.name = #nm, .forward = unary_forward, .backward = unary_backward, \
-                     .flags = UN_FLAGS}
+                     .onnx = unary_onnx, .flags = UN_FLAGS}
 static const tg_op op_scale = {.name = "scale", .forward = unary_forward,
                                .backward = unary_backward, .describe = scale_describe,
+                               .onnx = unary_onnx,
                                .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
 static const tg_op op_neg = {.name = "neg", .forward = unary_forward, .backward = unary_backward,
+                             .onnx = unary_onnx,
                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS | UN_FLAGS};
 static const tg_op op_exp = UNARY_OP(exp);
 static const tg_op op_log = UNARY_OP(log);
 static const tg_op op_sqrt = UNARY_OP(sqrt);
 static const tg_op op_square = UNARY_OP(square);
 static const tg_op op_relu = {.name = "relu", .forward = unary_forward,
-                              .backward = unary_backward, .kinks = relu_kinks, .flags = UN_FLAGS};
+                              .backward = unary_backward, .kinks = relu_kinks,
+                              .onnx = unary_onnx, .flags = UN_FLAGS};
 #undef UNARY_OP
 #undef UN_FLAGS
 

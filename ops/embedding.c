@@ -102,10 +102,18 @@ static void emb_describe(const tg_node *n, char *buf, size_t len)
     else if (len) buf[0] = '\0';
 }
 
+/* ONNX: Gather(weight, ids, axis=0). */
+static tg_status emb_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    TG__ONNX_NODE(m, "Gather", tg__onnx_value(m, n), tg__onnx_in(m, n, 1), tg__onnx_in(m, n, 0));
+    tg__onnx_attr_int(m, "axis", 0);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_embedding = {.name = "embedding", .forward = emb_forward,
                                    .backward = emb_backward, .describe = emb_describe,
                                    .flags = TG_OP_BWD_NO_OUTPUT,
-                                   .flops = tg__flops_none};
+                                   .flops = tg__flops_none, .onnx = emb_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -179,6 +179,29 @@ static double ln_flops(const tg_node *n)
     return (double)n->value.numel * (5.0 + (a->wi >= 0) + (a->bi >= 0));
 }
 
+/* ONNX: LayerNormalization over the last n_norm dims (opset 17); without a weight
+ * (or bias) a ones (zeros) tensor of the normalized shape stands in. */
+static tg_status ln_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const ln_attr *a = n->attr;
+    const char *wb[2];
+    for (int k = 0; k < 2; k++) {
+        int idx = k ? a->bi : a->wi;
+        if (idx >= 0) {
+            wb[k] = tg__onnx_in(m, n, idx);
+            continue;
+        }
+        wb[k] = tg__onnx_tmp(m, n, k ? "bias" : "weight");
+        TG__ONNX_NODE(m, "Expand", wb[k], tg__onnx_const_scalar(m, n->value.dtype, k ? 0 : 1),
+                      tg__onnx_const_i64(m, a->n_norm, a->shape));
+    }
+    TG__ONNX_NODE(m, "LayerNormalization", tg__onnx_value(m, n), tg__onnx_in(m, n, 0), wb[0],
+                  wb[1]);
+    tg__onnx_attr_int(m, "axis", -a->n_norm);
+    tg__onnx_attr_float(m, "epsilon", a->eps);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
                                     .backward = ln_backward, .describe = ln_describe,
                                     /* reads x, gamma, mean, rstd; cheap to redo */
@@ -186,7 +209,7 @@ static const tg_op op_layer_norm = {.name = "layer_norm", .forward = ln_forward,
                                              TG_OP_BWD_FRESH,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-                                    .flops = ln_flops};
+                                    .flops = ln_flops, .onnx = ln_onnx};
 
 #include "registry_internal.h"
 

@@ -191,11 +191,23 @@ static double linear_flops(const tg_node *n)
     return 2.0 * mo * (double)a->in + (n->n_in == 3 ? mo : 0.0);
 }
 
+/* ONNX: y = MatMul(x, Transpose(W)) (+ b). */
+static tg_status linear_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const char *wt = tg__onnx_tmp(m, n, "weight_t"), *y = tg__onnx_value(m, n);
+    TG__ONNX_NODE(m, "Transpose", wt, tg__onnx_in(m, n, 1));
+    tg__onnx_attr_ints(m, "perm", 2, (const int64_t[]){1, 0});
+    const char *xw = n->n_in == 3 ? tg__onnx_tmp(m, n, "xw") : y;
+    TG__ONNX_NODE(m, "MatMul", xw, tg__onnx_in(m, n, 0), wt);
+    if (n->n_in == 3) TG__ONNX_NODE(m, "Add", y, xw, tg__onnx_in(m, n, 2));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_linear = {.name = "linear", .forward = linear_forward,
                                 .backward = linear_backward, .describe = linear_describe,
                                 .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_RECOMPUTE_COSTLY |
                                          TG_OP_BWD_FRESH | TG_OP_BWD_DX_OVER_X,
-                                .flops = linear_flops};
+                                .flops = linear_flops, .onnx = linear_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

@@ -105,9 +105,18 @@ static void fill_describe(const tg_node *n, char *buf, size_t len)
     else snprintf(buf, len, "value=%g", ((const fill_attr *)n->attr)->value);
 }
 
+/* ONNX: Where(mask, value, x). */
+static tg_status fill_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const char *v = n->n_in > 2 ? tg__onnx_in(m, n, 2)
+                  : tg__onnx_const_scalar(m, n->value.dtype, ((const fill_attr *)n->attr)->value);
+    TG__ONNX_NODE(m, "Where", tg__onnx_value(m, n), tg__onnx_in(m, n, 1), v, tg__onnx_in(m, n, 0));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_masked_fill = {.name = "masked_fill", .forward = fill_forward,
                                      .backward = fill_backward, .describe = fill_describe,
-                                     .flags = TG_OP_BWD_NO_OUTPUT};   /* reads the mask */
+                                     .flags = TG_OP_BWD_NO_OUTPUT, .onnx = fill_onnx};   /* reads the mask */
 
 /* ================================= causal_mask: a constant, no forward */
 

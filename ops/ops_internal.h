@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "onnx.h"
 #include "op.h"
 #include "threads.h"
 

@@ -116,14 +116,31 @@ static void reduce_describe(const tg_node *n, char *buf, size_t len)
     if (at->keepdim && k < len) snprintf(buf + k, len - k, " keepdim");
 }
 
+/* ONNX: ReduceSum (axes an input) or ReduceMean (axes an attribute in opset 17). */
+static tg_status reduce_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const reduce_attr *a = n->attr;
+    int64_t axes[TG_MAX_RANK];
+    int k = 0;
+    for (int d = 0; d < n->in[0]->value.rank; d++)
+        if (a->mask[d]) axes[k++] = d;
+    const char *x = tg__onnx_in(m, n, 0), *y = tg__onnx_value(m, n);
+    if (k == 0) TG__ONNX_NODE(m, "Identity", y, x);
+    else if (n->op == &op_sum) TG__ONNX_NODE(m, "ReduceSum", y, x, tg__onnx_const_i64(m, k, axes));
+    else TG__ONNX_NODE(m, "ReduceMean", y, x);
+    if (k && n->op != &op_sum) tg__onnx_attr_ints(m, "axes", k, axes);
+    if (k) tg__onnx_attr_int(m, "keepdims", a->keepdim);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_sum = {.name = "sum", .forward = reduce_forward,
                              .backward = reduce_backward, .describe = reduce_describe,
                              .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                             .flops = tg__flops_reduce};
+                             .flops = tg__flops_reduce, .onnx = reduce_onnx};
 static const tg_op op_mean = {.name = "mean", .forward = reduce_forward,
                               .backward = reduce_backward, .describe = reduce_describe,
                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                              .flops = tg__flops_reduce};
+                              .flops = tg__flops_reduce, .onnx = reduce_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

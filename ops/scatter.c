@@ -293,15 +293,43 @@ static double scatter_add_flops(const tg_node *n)
     return (double)n->in[n->n_in - 1]->value.numel;
 }
 
+/* ONNX: GatherElements; ScatterElements (reduction "add" for scatter_add) with the
+ * updates src cut to index's shape, or the value expanded to it. */
+static tg_status sg_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const sg_attr *a = n->attr;
+    const char *x = tg__onnx_in(m, n, 0), *idx = tg__onnx_in(m, n, 1), *y = tg__onnx_value(m, n);
+    const tg_tensor *iv = &n->in[1]->value;
+    if (a->kind == K_GATHER) {
+        TG__ONNX_NODE(m, "GatherElements", y, x, idx);
+        tg__onnx_attr_int(m, "axis", a->dim);
+        return tg__onnx_status(m);
+    }
+    const char *upd = tg__onnx_tmp(m, n, "updates"), *ishape = tg__onnx_const_i64(m, iv->rank,
+                                                                                   iv->shape);
+    if (a->kind == K_SCATTER_VALUE) {
+        TG__ONNX_NODE(m, "Expand", upd, tg__onnx_const_scalar(m, n->value.dtype, a->value), ishape);
+    } else {
+        int64_t zeros[TG_MAX_RANK] = {0}, axes[TG_MAX_RANK];
+        for (int d = 0; d < iv->rank; d++) axes[d] = d;
+        TG__ONNX_NODE(m, "Slice", upd, tg__onnx_in(m, n, 2), tg__onnx_const_i64(m, iv->rank, zeros),
+                      ishape, tg__onnx_const_i64(m, iv->rank, axes));
+    }
+    TG__ONNX_NODE(m, "ScatterElements", y, x, idx, upd);
+    tg__onnx_attr_int(m, "axis", a->dim);
+    if (a->kind == K_SCATTER_ADD) tg__onnx_attr_str(m, "reduction", "add");
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_gather = {.name = "gather", .forward = sg_forward,
                                 .backward = sg_backward, .describe = sg_describe,
-                                .flops = tg__flops_none};
+                                .flops = tg__flops_none, .onnx = sg_onnx};
 static const tg_op op_scatter = {.name = "scatter", .forward = sg_forward,
                                  .backward = sg_backward, .describe = sg_describe,
-                                 .flops = tg__flops_none};
+                                 .flops = tg__flops_none, .onnx = sg_onnx};
 static const tg_op op_scatter_add = {.name = "scatter_add", .forward = sg_forward,
                                      .backward = sg_backward, .describe = sg_describe,
-                                     .flops = scatter_add_flops};
+                                     .flops = scatter_add_flops, .onnx = sg_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

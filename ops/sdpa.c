@@ -465,10 +465,41 @@ static double sdpa_flops(const tg_node *n)
     return 2.0 * bhls * (double)(a->E + a->D) + bhls * (6.0 + a->causal);
 }
 
+/* ONNX: sdpa's unfused form in eval: A = Softmax(scale * Einsum(q, k) [causal: -inf
+ * above the diagonal]), y = Einsum(A, v). */
+static tg_status sdpa_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const sdpa_attr *a = n->attr;
+    const tg_dtype dt = n->value.dtype;
+    const char *qk = tg__onnx_tmp(m, n, "scores"), *s = tg__onnx_tmp(m, n, "scaled");
+    const char *w = tg__onnx_tmp(m, n, "weights");
+    TG__ONNX_NODE(m, "Einsum", qk, tg__onnx_in(m, n, 0), tg__onnx_in(m, n, 1));
+    tg__onnx_attr_str(m, "equation", "blhe,bshe->bhls");
+    TG__ONNX_NODE(m, "Mul", s, qk, tg__onnx_const_scalar(m, dt, a->scale));
+    if (a->causal) {
+        /* mask[l, s] = s > l: Less(Range(L)[:, None], Range(S)[None, :]) */
+        const char *rl = tg__onnx_tmp(m, n, "rows"), *rs = tg__onnx_tmp(m, n, "cols");
+        const char *rl2 = tg__onnx_tmp(m, n, "rows2"), *mask = tg__onnx_tmp(m, n, "mask");
+        const char *masked = tg__onnx_tmp(m, n, "masked"), *zero = tg__onnx_const_scalar(m, TG_I64, 0);
+        const char *one = tg__onnx_const_scalar(m, TG_I64, 1);
+        TG__ONNX_NODE(m, "Range", rl, zero, tg__onnx_const_scalar(m, TG_I64, (double)a->L), one);
+        TG__ONNX_NODE(m, "Range", rs, zero, tg__onnx_const_scalar(m, TG_I64, (double)a->S), one);
+        tg__onnx_reshape(m, rl, rl2, 2, (const int64_t[]){a->L, 1});
+        TG__ONNX_NODE(m, "Less", mask, rl2, rs);
+        TG__ONNX_NODE(m, "Where", masked, mask, tg__onnx_const_scalar(m, dt, -INFINITY), s);
+        s = masked;
+    }
+    TG__ONNX_NODE(m, "Softmax", w, s);
+    tg__onnx_attr_int(m, "axis", -1);
+    TG__ONNX_NODE(m, "Einsum", tg__onnx_value(m, n), w, tg__onnx_in(m, n, 2));
+    tg__onnx_attr_str(m, "equation", "bhls,bshd->blhd");
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_sdpa = {.name = "sdpa", .forward = sdpa_forward,
                               .backward = sdpa_backward, .describe = sdpa_describe,
                               .flags = TG_OP_BWD_FRESH,
-                              .flops = sdpa_flops};
+                              .flops = sdpa_flops, .onnx = sdpa_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

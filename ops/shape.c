@@ -55,8 +55,15 @@ static void reshape_describe(const tg_node *n, char *buf, size_t len)
     tg_shape_str(n->value.rank, n->value.shape, buf, len);
 }
 
+/* ONNX: Reshape to the node's shape. */
+static tg_status reshape_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    tg__onnx_reshape_as(m, n, tg__onnx_in(m, n, 0), tg__onnx_value(m, n));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_reshape = {.name = "reshape", .describe = reshape_describe,
-                                 .flags = TG_OP_VIEW};
+                                 .flags = TG_OP_VIEW, .onnx = reshape_onnx};
 
 /* ---- permute ---- */
 
@@ -164,10 +171,21 @@ static void permute_describe(const tg_node *n, char *buf, size_t len)
     if (k < len) snprintf(buf + k, len - k, ")");
 }
 
+/* ONNX: Transpose with perm. */
+static tg_status permute_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const permute_attr *a = n->attr;
+    int64_t perm[TG_MAX_RANK];
+    for (int d = 0; d < n->value.rank; d++) perm[d] = a->perm[d];
+    TG__ONNX_NODE(m, "Transpose", tg__onnx_value(m, n), tg__onnx_in(m, n, 0));
+    tg__onnx_attr_ints(m, "perm", n->value.rank, perm);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_permute = {.name = "permute", .forward = permute_forward,
                                  .backward = permute_backward, .describe = permute_describe,
                                  .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,
-                                 .flops = tg__flops_none};
+                                 .flops = tg__flops_none, .onnx = permute_onnx};
 
 /* ---- detach: the same values, cut off from the gradient ---- */
 
@@ -188,8 +206,15 @@ static tg_status detach_forward(tg_node *n)
 
 /* backward: none. An op without one makes a node that requires no gradient
  * (engine/node.c), so nothing flows from y back to x: torch's x.detach(). */
+/* ONNX: the identity (no gradients in an exported model). */
+static tg_status detach_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    TG__ONNX_NODE(m, "Identity", tg__onnx_value(m, n), tg__onnx_in(m, n, 0));
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_detach = {.name = "detach", .forward = detach_forward,
-                                .flags = TG_OP_FWD_INPLACE, .flops = tg__flops_none};
+                                .flags = TG_OP_FWD_INPLACE, .flops = tg__flops_none, .onnx = detach_onnx};
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
 

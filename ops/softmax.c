@@ -142,16 +142,31 @@ static void softmax_describe(const tg_node *n, char *buf, size_t len)
 /* FLOPs: 5 per element (max, subtract, exp, sum, divide; engine/cost.h) */
 static double softmax_flops(const tg_node *n) { return tg__flops_per_in0(n, 5); }
 
+/* ONNX: Softmax / LogSoftmax along dim (after a Mul for softmax(scale * x)). */
+static tg_status softmax_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const softmax_attr *a = n->attr;
+    const char *x = tg__onnx_in(m, n, 0);
+    if (a->scale != 1) {
+        const char *sx = tg__onnx_tmp(m, n, "scaled");
+        TG__ONNX_NODE(m, "Mul", sx, x, tg__onnx_const_scalar(m, n->value.dtype, a->scale));
+        x = sx;
+    }
+    TG__ONNX_NODE(m, a->log ? "LogSoftmax" : "Softmax", tg__onnx_value(m, n), x);
+    tg__onnx_attr_int(m, "axis", a->dim);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_softmax = {.name = "softmax", .forward = softmax_forward,
                                  .backward = softmax_backward, .describe = softmax_describe,
                                  .flags = TG_OP_BWD_NO_INPUTS,   /* reads y only */
-                                 .flops = softmax_flops};
+                                 .flops = softmax_flops, .onnx = softmax_onnx};
 static const tg_op op_log_softmax = {.name = "log_softmax", .forward = softmax_forward,
                                      .backward = softmax_backward,
                                      .describe = softmax_describe, .flags = TG_OP_BWD_NO_INPUTS,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-                                     .flops = softmax_flops};
+                                     .flops = softmax_flops, .onnx = softmax_onnx};
 
 #include "registry_internal.h"
 

@@ -259,15 +259,38 @@ static uint64_t topk_kinks(const tg_node *n)
     return h;
 }
 
+/* ONNX: TopK; its indices go to "<values>:indices", which topk_indices names. */
+static tg_status topk_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    const topk_attr *a = n->attr;
+    char ind[600];
+    snprintf(ind, sizeof ind, "%.500s:indices", tg__onnx_value(m, n));
+    const char *in[2] = {tg__onnx_in(m, n, 0), tg__onnx_const_i64(m, 1, &a->k)};
+    const char *out[2] = {tg__onnx_value(m, n), ind};
+    tg__onnx_node(m, "TopK", 2, in, 2, out);
+    tg__onnx_attr_int(m, "axis", a->dim);
+    tg__onnx_attr_int(m, "largest", a->largest);
+    tg__onnx_attr_int(m, "sorted", a->sorted);
+    return tg__onnx_status(m);
+}
+
+static tg_status topk_indices_onnx(const tg_node *n, struct tg_onnx *m)
+{
+    char ind[600];
+    snprintf(ind, sizeof ind, "%.500s:indices", tg__onnx_in(m, n, 0));
+    TG__ONNX_NODE(m, "Identity", tg__onnx_value(m, n), ind);
+    return tg__onnx_status(m);
+}
+
 static const tg_op op_topk = {.name = "topk", .forward = topk_forward, .backward = topk_backward,
                               .describe = topk_describe, .kinks = topk_kinks,
                               .flags = TG_OP_BWD_NO_OUTPUT | TG_OP_BWD_NO_INPUTS,   /* the saved indices */
-                              .flops = tg__flops_none};
+                              .flops = tg__flops_none, .onnx = topk_onnx};
 
 static const tg_op op_topk_indices = {.name = "topk_indices", .forward = topk_indices_forward,
 
 /* ---- registry: `tgraph op` glue and signatures (ops/registry.h) ---- */
-                                      .flops = tg__flops_none};
+                                      .flops = tg__flops_none, .onnx = topk_indices_onnx};
 
 #include "registry_internal.h"
 

@@ -17,7 +17,7 @@
 #include "testutil.h"
 
 static const char *const commands[] = {"train", "eval", "predict", "sample", "run", "op", "gradcheck",
-                                       "dot", "compare", "bench", "layers", "demo"};
+                                       "dot", "export", "compare", "bench", "layers", "demo"};
 #define N_COMMANDS (int)(sizeof commands / sizeof *commands)
 
 #define MAX_ROWS 40
@@ -171,6 +171,7 @@ Test(cli_options, only_table_rows_are_matched_in_the_sources)
                                         "tools/cmd_eval.c", "tools/cmd_predict.c",
                                         "tools/cmd_run.c", "tools/cmd_op.c",
                                         "tools/cmd_gradcheck.c", "tools/cmd_dot.c",
+                                        "tools/cmd_export.c",
                                         "tools/cmd_compare.c", "tools/cmd_bench.c",
                                         "tools/cmd_layers.c", "tools/demo.c", "tools/progress.c"};
     static char buf[1 << 18];

@@ -36,6 +36,7 @@ extern const tg_cli_cmd tg_cmd_layers;
 extern const tg_cli_cmd tg_cmd_run;
 extern const tg_cli_cmd tg_cmd_gradcheck;
 extern const tg_cli_cmd tg_cmd_dot;
+extern const tg_cli_cmd tg_cmd_export;
 extern const tg_cli_cmd tg_cmd_summary;
 extern const tg_cli_cmd tg_cmd_compare;
 extern const tg_cli_cmd tg_cmd_op;

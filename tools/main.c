@@ -18,6 +18,7 @@ static const tg_cli_cmd *const commands[] = {
     &tg_cmd_op,
     &tg_cmd_gradcheck,
     &tg_cmd_dot,
+    &tg_cmd_export,
     &tg_cmd_summary,
     &tg_cmd_compare,
     &tg_cmd_bench,
